@@ -1,0 +1,3 @@
+from ruledrift.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Targets RuleDrift talks to. Nothing outside this package imports httpx or subprocess."""

@@ -1,0 +1,44 @@
+"""The adapter seam: one small Protocol, its data, and `AdapterError` as its only exception."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from ruledrift.errors import AdapterError
+from ruledrift.model import Message, TargetInfo
+
+__all__ = ["Adapter", "AdapterError", "CallContext", "Completion"]
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Which call this is, for adapters that want to know (the command protocol passes it on)."""
+
+    suite: str
+    scenario: str
+    kind: Literal["turn", "probe"]
+    turn: int | None = None  # kind "turn": counts from 1
+    probe: str | None = None  # kind "probe"
+    after_turn: int | None = None  # kind "probe"
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The target's answer. `metadata` holds what the target reported about it (token counts,
+    `cut: true` when the answer was cut by a length limit, ...), copied into the reports."""
+
+    content: str
+    metadata: Mapping[str, object] = field(default_factory=dict)
+
+
+class Adapter(Protocol):
+    """A target. `complete` is called concurrently for different scenarios; it must raise only
+    `AdapterError` (with a message that names the cause) when no answer could be had."""
+
+    async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion: ...
+
+    def target_info(self) -> TargetInfo: ...
+
+    async def aclose(self) -> None: ...

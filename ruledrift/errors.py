@@ -1,0 +1,63 @@
+"""The errors RuleDrift raises and the exit codes they become (in `cli.main`, and only there)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class ExitCode(enum.IntEnum):
+    PASSED = 0  # every probe passed
+    FAILED = 1  # one or more probes failed and the run completed
+    USAGE = 2  # usage or configuration error: nothing ran
+    RUN_ERROR = 3  # a turn or probe could not be run: the verdict is incomplete
+    INTERNAL = 4  # a bug in RuleDrift
+    INTERRUPTED = 130  # Ctrl-C
+
+
+class RuleDriftError(Exception):
+    """Base of every error RuleDrift reports without a traceback."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+
+class UsageError(RuleDriftError):
+    """A command line that cannot be carried out (exit 2)."""
+
+    exit_code = ExitCode.USAGE
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    """One problem in a configuration file, located by line, column and JSON pointer."""
+
+    file: str
+    line: int
+    column: int
+    pointer: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.pointer or '/'}: {self.message}"
+
+
+class ConfigError(RuleDriftError):
+    """Every problem found while loading a configuration (exit 2)."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, issues: list[ConfigIssue]) -> None:
+        self.issues = sorted(issues, key=lambda i: (i.line, i.column, i.pointer, i.message))
+        super().__init__("\n".join(str(issue) for issue in self.issues))
+
+
+class AdapterError(RuleDriftError):
+    """A model call that produced no answer. The only exception an adapter raises."""
+
+    exit_code = ExitCode.RUN_ERROR
+
+
+class ReportError(RuleDriftError):
+    """A report that could not be written (exit 2: the path the user gave is unusable)."""
+
+    exit_code = ExitCode.USAGE
