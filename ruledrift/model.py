@@ -186,6 +186,9 @@ class ScenarioResult:
     def status(self) -> Status:
         return combined_status([p.status for p in self.probes])
 
+    def count(self, status: Status) -> int:
+        return sum(1 for p in self.probes if p.status == status)
+
 
 @dataclass(frozen=True)
 class TargetInfo:

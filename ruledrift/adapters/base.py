@@ -27,7 +27,8 @@ class CallContext:
 @dataclass(frozen=True)
 class Completion:
     """The target's answer. `metadata` holds what the target reported about it (token counts,
-    `cut: true` when the answer was cut by a length limit, ...), copied into the reports."""
+    `cut: true` when the answer was cut by a length limit, ...). It is copied into every report,
+    also without `--include-responses`, so it must never hold answer or thinking text."""
 
     content: str
     metadata: Mapping[str, object] = field(default_factory=dict)
@@ -36,6 +37,10 @@ class Completion:
 class Adapter(Protocol):
     """A target. `complete` is called concurrently for different scenarios; it must raise only
     `AdapterError` (with a message that names the cause) when no answer could be had."""
+
+    async def open(self) -> None:
+        """Check that the target can be reached (a preflight: nothing is asked of the model).
+        Raises AdapterError naming what is wrong and how to fix it."""
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion: ...
 

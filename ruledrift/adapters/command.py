@@ -1,0 +1,272 @@
+"""The command adapter: one process per model call, a JSON request on its stdin, a JSON answer on
+its stdout. The protocol, its limits and its errors are described in docs/command-adapter.md."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import textwrap
+from asyncio.subprocess import PIPE, Process
+from collections.abc import Sequence
+
+from ruledrift.adapters.base import AdapterError, CallContext, Completion
+from ruledrift.model import CommandAdapterConfig, Message, TargetInfo
+
+PROTOCOL = "ruledrift.command.v1"
+MAX_OUTPUT_BYTES = 10_000_000  # stdout cap per call: the agent is killed as soon as it writes more
+STDERR_TAIL_LINES = 20  # how much of stderr an error message quotes, at most
+STDERR_TAIL_CHARS = 2000
+_STDERR_KEEP_BYTES = 4 * STDERR_TAIL_CHARS  # stderr is drained into a buffer this size
+_CHUNK = 64 * 1024
+_CLEANUP_SECONDS = 2.0  # after the kill, how long to wait for the pipes to close and the exit
+
+
+class _OutputTooLarge(Exception):
+    pass
+
+
+class _BadOutput(Exception):
+    pass
+
+
+class CommandAdapter:
+    """Runs `[command, *args]` once per call (no shell) in `cwd`, in a process group of its own,
+    and kills the whole group when the call ends, times out or is cancelled."""
+
+    def __init__(
+        self, config: CommandAdapterConfig, *, max_output_bytes: int = MAX_OUTPUT_BYTES
+    ) -> None:
+        self._config = config
+        self._argv = (config.command, *config.args)
+        self._max_output = max_output_bytes
+        self._groups: set[int] = set()  # process groups of the calls in flight
+
+    async def open(self) -> None:
+        """Check, without starting anything, that `cwd` is a directory and the command exists."""
+        cwd, command = self._config.cwd, self._config.command
+        if not cwd.is_dir():
+            what = "is not a directory" if cwd.exists() else "does not exist"
+            raise AdapterError(
+                f'the command adapter\'s cwd {cwd} {what}: fix "cwd" in the configuration '
+                "(a relative cwd resolves from the configuration file's directory)"
+            )
+        if "/" not in command:
+            if shutil.which(command) is None:
+                raise AdapterError(
+                    f'the agent command "{command}" was not found on PATH: install it, or fix '
+                    f'"command" (a path that contains "/" resolves from cwd {cwd})'
+                )
+            return
+        path = cwd / command
+        if not path.is_file():
+            what = "is not a file" if path.exists() else "does not exist"
+            raise AdapterError(
+                f'the agent command "{command}" {what} ({path}): fix "command" '
+                f'(a path that contains "/" resolves from cwd {cwd})'
+            )
+        if not os.access(path, os.X_OK):
+            raise AdapterError(
+                f'the agent command "{command}" is not executable: run `chmod +x {path}`, or run '
+                f'it through its interpreter ("command": "python3", "args": ["{command}"])'
+            )
+
+    def target_info(self) -> TargetInfo:
+        return TargetInfo(adapter="command", model=None, details={"command": list(self._argv)})
+
+    async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
+        process = await self._start()
+        stderr = bytearray()
+        try:
+            output, code = await self._exchange(process, _request(messages, context), stderr)
+        except TimeoutError:
+            problem = (
+                f"the agent did not answer within {self._config.timeout_ms} ms (timeoutMs) "
+                "and was killed"
+            )
+            raise AdapterError(_with_stderr(problem, stderr)) from None
+        except _OutputTooLarge:
+            problem = (
+                f"the agent wrote more than {self._max_output:,} bytes to stdout (the limit) "
+                "and was killed"
+            )
+            raise AdapterError(_with_stderr(problem, stderr)) from None
+        return _answer(output, code, stderr)
+
+    async def aclose(self) -> None:
+        """Kill the agents of calls still in flight (those calls then fail with AdapterError)."""
+        for group in list(self._groups):
+            _kill_group(group)
+
+    async def _start(self) -> Process:
+        try:
+            return await asyncio.create_subprocess_exec(
+                *self._argv,
+                cwd=self._config.cwd,
+                stdin=PIPE,
+                stdout=PIPE,
+                stderr=PIPE,
+                start_new_session=True,  # our own process group: Ctrl-C is ours to pass on
+            )
+        except OSError as error:
+            raise AdapterError(
+                f'could not start the agent command "{self._config.command}" in '
+                f"{self._config.cwd}: {error.strerror or error}"
+            ) from None
+
+    async def _exchange(
+        self, process: Process, request: bytes, stderr: bytearray
+    ) -> tuple[bytes, int]:
+        """Feed the request, read the answer, wait for the exit. Whatever happens (an answer, a
+        timeout, too much output, cancellation) the process group is killed and reaped."""
+        assert process.stdin
+        assert process.stdout
+        assert process.stderr
+        self._groups.add(process.pid)
+        feeding = asyncio.create_task(_feed(process.stdin, request))
+        draining = asyncio.create_task(_keep_tail(process.stderr, stderr))
+        try:
+            async with asyncio.timeout(self._config.timeout_ms / 1000):
+                output = await _read_at_most(process.stdout, self._max_output)
+                return output, await process.wait()  # returns once stderr is closed too
+        finally:
+            self._groups.discard(process.pid)
+            _kill_group(process.pid)  # the agent, or what it left running
+            # Read on to EOF so the pipes close (a paused pipe never sees EOF): what is left is at
+            # most a pipe buffer. A daemon that left the group may hold them open: stop waiting.
+            rest = [
+                feeding,
+                draining,
+                asyncio.create_task(_discard(process.stdout)),
+                asyncio.create_task(process.wait()),
+            ]
+            _, pending = await asyncio.wait(rest, timeout=_CLEANUP_SECONDS)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+
+
+def _request(messages: Sequence[Message], context: CallContext) -> bytes:
+    where: dict[str, object] = {
+        "suite": context.suite,
+        "scenario": context.scenario,
+        "kind": context.kind,
+    }
+    if context.kind == "turn":
+        where["turn"] = context.turn
+    else:
+        where["probe"] = context.probe
+        where["afterTurn"] = context.after_turn
+    request = {
+        "protocol": PROTOCOL,
+        "messages": [{"role": m.role, "content": m.content} for m in messages],
+        "context": where,
+    }
+    # ASCII with \u escapes: any JSON reader decodes it, whatever its locale.
+    return json.dumps(request).encode("ascii") + b"\n"
+
+
+async def _feed(stdin: asyncio.StreamWriter, request: bytes) -> None:
+    """Write the request and close stdin. An agent that exits without reading it is no error."""
+    try:
+        stdin.write(request)
+        await stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        stdin.close()
+
+
+async def _read_at_most(stream: asyncio.StreamReader, limit: int) -> bytes:
+    output = bytearray()
+    while chunk := await stream.read(_CHUNK):
+        output += chunk
+        if len(output) > limit:
+            raise _OutputTooLarge
+    return bytes(output)
+
+
+async def _keep_tail(stream: asyncio.StreamReader, tail: bytearray) -> None:
+    while chunk := await stream.read(_CHUNK):
+        tail += chunk
+        del tail[:-_STDERR_KEEP_BYTES]
+
+
+async def _discard(stream: asyncio.StreamReader) -> None:
+    while await stream.read(_CHUNK):
+        pass
+
+
+def _kill_group(group: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # nobody left in the group
+        os.killpg(group, signal.SIGKILL)
+
+
+def _answer(output: bytes, code: int, stderr: bytes | bytearray) -> Completion:
+    """The answer in the output, or AdapterError: a non-zero exit fails even with a content, and
+    an `error` is reported (with the exit) whatever the exit code."""
+    try:
+        response = _parse(output)
+    except _BadOutput as bad:
+        raise AdapterError(_with_stderr(str(bad) if code == 0 else _exit(code), stderr)) from None
+    error = response.get("error")
+    if error is not None:
+        text = error if isinstance(error, str) else json.dumps(error)
+        exit_note = "" if code == 0 else f" ({_exit(code)})"
+        raise AdapterError(_with_stderr(f"the agent reported an error: {text}{exit_note}", stderr))
+    if code != 0:
+        raise AdapterError(_with_stderr(_exit(code), stderr))
+    content = response.get("content")
+    if not isinstance(content, str):
+        problem = (
+            'has no "content" (expected a string)'
+            if content is None
+            else f'has a "content" that is not a string: {json.dumps(content)[:80]}'
+        )
+        raise AdapterError(_with_stderr(f"the agent's response {problem}", stderr))
+    return Completion(content=content)
+
+
+def _parse(output: bytes) -> dict[str, object]:
+    if not output.strip():
+        raise _BadOutput("the agent wrote nothing to stdout (expected one JSON object)")
+    try:
+        text = output.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise _BadOutput(f"the agent's output is not UTF-8 (byte {error.start})") from None
+    try:
+        response = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as error:
+        where = (
+            f" at line {error.lineno} column {error.colno}"
+            if isinstance(error, json.JSONDecodeError)
+            else ""
+        )
+        raise _BadOutput(
+            f"the agent's output is not JSON{where}; it starts with {text[:80]!r} "
+            "(write only the response to stdout, and logs to stderr)"
+        ) from None
+    if not isinstance(response, dict):
+        raise _BadOutput(f"the agent's output is JSON but not an object: {text[:80]!r}")
+    return response
+
+
+def _exit(code: int) -> str:
+    if code >= 0:
+        return f"the agent exited with code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = str(-code)
+    return f"the agent was killed by signal {name}"
+
+
+def _with_stderr(message: str, stderr: bytes | bytearray) -> str:
+    lines = stderr.decode("utf-8", errors="replace").rstrip().splitlines()
+    tail = "\n".join(lines[-STDERR_TAIL_LINES:])[-STDERR_TAIL_CHARS:]
+    if not tail.strip():
+        return message
+    return f"{message}\nstderr (last lines):\n{textwrap.indent(tail, '  ')}"

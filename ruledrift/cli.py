@@ -1,0 +1,111 @@
+"""argv → command → exit code. The one place where exceptions become exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import NoReturn
+
+from ruledrift import __version__
+from ruledrift.errors import ConfigError, ExitCode, RuleDriftError, UsageError
+
+ISSUES_URL = "https://github.com/ruledrift/action/issues"
+
+
+class _ParserExit(Exception):
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so `main` stays the one place for exit codes."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message}\n{self.format_usage().strip()}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            sys.stderr.write(message)
+        raise _ParserExit(status)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="ruledrift",
+        description="Test that an LLM agent keeps obeying its critical rules as a conversation grows.",
+        epilog="Exit codes: 0 passed, 1 a probe failed, 2 usage or config error, "
+        "3 a turn or probe could not be run, 4 internal error, 130 interrupted.",
+    )
+    parser.add_argument("--version", action="version", version=f"ruledrift {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+
+    run = commands.add_parser("run", help="run a suite against its target and report")
+    run.add_argument("config", metavar="CONFIG", help="the suite (a JSON file)")
+    run.add_argument("--json", metavar="PATH", help="write the JSON report to PATH")
+    run.add_argument("--junit", metavar="PATH", help="write the JUnit XML report to PATH")
+    run.add_argument(
+        "--include-responses",
+        action="store_true",
+        help="include answer text in the reports and the terminal (only for trusted destinations)",
+    )
+    run.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="scenarios run at once (default 1)",
+    )
+    run.add_argument(
+        "--scenario",
+        action="append",
+        metavar="ID",
+        help="run only this scenario (repeatable)",
+    )
+    run.add_argument("--quiet", action="store_true", help="print only the summary")
+    run.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
+
+    validate = commands.add_parser("validate", help="check a suite without running it")
+    validate.add_argument("config", metavar="CONFIG", help="the suite (a JSON file)")
+
+    commands.add_parser("schema", help="print the suite's JSON Schema")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        from ruledrift import commands  # imported late: `--help` stays fast
+
+        return int(commands.COMMANDS[args.command](args))
+    except _ParserExit as done:
+        return done.status
+    except ConfigError as error:
+        sys.stderr.write(f"{error}\nerror: {len(error.issues)} problem(s) in the configuration\n")
+        return int(error.exit_code)
+    except RuleDriftError as error:
+        prefix = "usage error" if isinstance(error, UsageError) else "error"
+        sys.stderr.write(f"ruledrift: {prefix}: {error}\n")
+        return int(error.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("ruledrift: interrupted\n")
+        return int(ExitCode.INTERRUPTED)
+    except Exception:
+        traceback.print_exc()
+        sys.stderr.write(
+            f"ruledrift {__version__}: internal error. This is a bug in RuleDrift; please report "
+            f"it with the traceback above at {ISSUES_URL}\n"
+        )
+        return int(ExitCode.INTERNAL)

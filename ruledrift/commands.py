@@ -1,0 +1,136 @@
+"""The `run`, `validate` and `schema` commands. Each takes parsed arguments, returns an exit code,
+and lets RuleDrift's errors rise to `cli.main`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ruledrift.adapters.base import Adapter
+from ruledrift.adapters.registry import create_adapter
+from ruledrift.config import load_suite, schema_text
+from ruledrift.errors import ExitCode, UsageError
+from ruledrift.jsregex import RegexEvaluator
+from ruledrift.model import RunResult, Scenario, Suite
+from ruledrift.reports.files import write_atomic
+from ruledrift.reports.json_report import render_json
+from ruledrift.reports.junit import render_junit
+from ruledrift.reports.terminal import Progress, TerminalOptions, header, render_terminal
+from ruledrift.runner import Events, run_suite
+
+Renderer = Callable[..., bytes]
+REPORTERS: dict[str, Renderer] = {"json": render_json, "junit": render_junit}
+
+
+def exit_code(result: RunResult) -> ExitCode:
+    if result.interrupted:
+        return ExitCode.INTERRUPTED
+    return {"passed": ExitCode.PASSED, "failed": ExitCode.FAILED, "error": ExitCode.RUN_ERROR}[
+        result.status
+    ]
+
+
+def validate(args: argparse.Namespace) -> ExitCode:
+    suite = load_suite(Path(args.config))
+    turns = sum(s.turns_needed for s in suite.scenarios)
+    print(
+        f"{args.config}: valid: {len(suite.rules)} rule(s), {len(suite.scenarios)} scenario(s), "
+        f"{suite.probe_count} probe(s); a run makes {suite.model_calls} model call(s) "
+        f"({turns} background turn(s) + {suite.probe_count} probe(s))"
+    )
+    return ExitCode.PASSED
+
+
+def schema(args: argparse.Namespace) -> ExitCode:
+    sys.stdout.write(schema_text())
+    return ExitCode.PASSED
+
+
+def select_scenarios(suite: Suite, wanted: Sequence[str] | None) -> tuple[Scenario, ...]:
+    if not wanted:
+        return suite.scenarios
+    known = {s.id for s in suite.scenarios}
+    unknown = [w for w in dict.fromkeys(wanted) if w not in known]
+    if unknown:
+        names = ", ".join(s.id for s in suite.scenarios)
+        raise UsageError(f"--scenario {', '.join(unknown)}: no such scenario (scenarios: {names})")
+    return tuple(s for s in suite.scenarios if s.id in set(wanted))
+
+
+def _check_report_path(option: str, path: Path) -> None:
+    if path.is_dir():
+        raise UsageError(f"--{option} {path}: is a directory; give a file path")
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise UsageError(f"--{option} {path}: cannot write there ({parent} is not writable)")
+
+
+def _no_colour() -> bool:
+    return bool(os.environ.get("NO_COLOR"))
+
+
+def run(args: argparse.Namespace) -> ExitCode:
+    suite = load_suite(Path(args.config))
+    scenarios = select_scenarios(suite, args.scenario)
+    reports = {name: Path(path) for name in REPORTERS if (path := getattr(args, name))}
+    for name, path in reports.items():
+        _check_report_path(name, path)
+    adapter = create_adapter(suite.adapter)
+    tty = sys.stdout.isatty()
+    options = TerminalOptions(
+        colour=tty and not args.no_color and not _no_colour(),
+        previews=args.include_responses or (tty and not os.environ.get("CI")),
+        quiet=args.quiet,
+        stop_commands=os.environ.get("GITHUB_ACTIONS") == "true",
+    )
+    calls = sum(s.model_calls for s in scenarios)
+    probes = sum(len(s.probes) for s in scenarios)
+    if not args.quiet:
+        print(header(suite, len(scenarios), probes, calls), flush=True)
+    progress = Progress(sys.stdout, calls, probes) if tty and not args.quiet else None
+    try:
+        result = asyncio.run(_execute(suite, adapter, scenarios, args.concurrency, progress))
+    finally:
+        if progress:
+            progress.clear()
+    for name, path in reports.items():
+        write_atomic(path, REPORTERS[name](result, include_responses=args.include_responses))
+    sys.stdout.write(render_terminal(result, options))
+    for name, path in reports.items():
+        print(f"{name} report: {path}")
+    return exit_code(result)
+
+
+async def _execute(
+    suite: Suite,
+    adapter: Adapter,
+    scenarios: Sequence[Scenario],
+    concurrency: int,
+    events: Events | None,
+) -> RunResult:
+    task = asyncio.current_task()
+    if task is not None:  # SIGTERM (CI cancelling a job, docker stop) stops the run like Ctrl-C
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    regex = RegexEvaluator()
+    try:
+        await adapter.open()
+        return await run_suite(
+            suite, adapter, regex, concurrency=concurrency, scenarios=scenarios, events=events
+        )
+    finally:
+        await adapter.aclose()
+        await regex.aclose()
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], ExitCode]] = {
+    "run": run,
+    "validate": validate,
+    "schema": schema,
+}

@@ -1,0 +1,1 @@
+"""Reporters: pure renderers of a finished `RunResult`, and the atomic file writer they share."""

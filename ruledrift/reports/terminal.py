@@ -1,0 +1,141 @@
+"""The terminal report and the progress line. Renders finished results; decides nothing."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from typing import TextIO
+
+from ruledrift import __version__
+from ruledrift.model import ProbeResult, RunResult, Scenario, Status, Suite
+
+_LABELS: dict[Status, str] = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
+_COLOURS: dict[Status, str] = {"passed": "32", "failed": "31", "error": "33"}
+_PREVIEW_CHARS = 200
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+@dataclass(frozen=True)
+class TerminalOptions:
+    colour: bool = False
+    previews: bool = False  # show a short preview of failed answers
+    quiet: bool = False  # only the summary line
+    stop_commands: bool = False  # wrap answer text so GitHub cannot read workflow commands in it
+
+
+def _paint(text: str, code: str, options: TerminalOptions) -> str:
+    return f"\x1b[{code}m{text}\x1b[0m" if options.colour else text
+
+
+def safe_text(text: str) -> str:
+    """Model output made harmless for a terminal: control characters (escape sequences) shown
+    as `\\x1b`-style escapes, lines joined."""
+    text = text.replace("\r\n", "\n").replace("\n", " ⏎ ")
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def preview(text: str) -> str:
+    shown = safe_text(text)
+    return shown if len(shown) <= _PREVIEW_CHARS else shown[: _PREVIEW_CHARS - 1] + "…"
+
+
+def header(suite: Suite, scenarios: int, probes: int, calls: int) -> str:
+    adapter = suite.adapter
+    target = f"{adapter.type} adapter" + (f", model {adapter.model}" if adapter.model else "")
+    return (
+        f"RuleDrift {__version__}: suite {suite.name!r} ({target})\n"
+        f"{suite.path}: {scenarios} scenario(s), {probes} probe(s), {calls} model call(s)"
+    )
+
+
+def render_terminal(result: RunResult, options: TerminalOptions) -> str:
+    lines: list[str] = []
+    if not options.quiet:
+        for scenario in result.scenarios:
+            status = _paint(scenario.status.upper(), _COLOURS[scenario.status], options)
+            counts = ", ".join(
+                f"{scenario.count(s)} {s}" for s in ("passed", "failed", "error") if scenario.count(s)
+            )
+            lines.append(f"\nscenario {scenario.scenario.id}: {status} ({counts})")
+            width = max(len(p.probe.id) for p in scenario.probes)
+            for probe in scenario.probes:
+                lines.extend(_probe_lines(probe, width, options))
+        lines.append("")
+    lines.append(summary_line(result))
+    verdict = {
+        "passed": "PASSED: every probe kept its rule",
+        "failed": "FAILED: the target broke a rule",
+        "error": "ERROR: some probes could not be run, so the verdict is incomplete",
+    }[result.status]
+    if result.interrupted:
+        verdict = "INTERRUPTED: the run was stopped; results are partial"
+    lines.append(_paint(verdict, _COLOURS[result.status], options))
+    return "\n".join(lines) + "\n"
+
+
+def summary_line(result: RunResult) -> str:
+    probes = len(result.probes)
+    return (
+        f"{probes} probe(s): {result.count('passed')} passed, {result.count('failed')} failed, "
+        f"{result.count('error')} error(s) · {len(result.scenarios)} scenario(s) · "
+        f"{result.model_calls} model call(s) · {result.duration_ms / 1000:.2f} s"
+    )
+
+
+def _probe_lines(result: ProbeResult, width: int, options: TerminalOptions) -> list[str]:
+    probe = result.probe
+    label = _paint(f"{_LABELS[result.status]:<5}", _COLOURS[result.status], options)
+    lines = [
+        f"  {label}  {probe.id:<{width}}  rule {probe.rule.id}  {probe.rule.severity}  "
+        f"after turn {probe.after_turn}"
+    ]
+    indent = " " * 9
+    lines.extend(f"{indent}- {a.message}" for a in result.failed_assertions)
+    if result.error:
+        lines.append(f"{indent}error: {safe_text(result.error)}")
+    if options.previews and result.status != "passed" and result.response is not None:
+        shown = f"{indent}answer: {preview(result.response.text)}"
+        if options.stop_commands:
+            token = secrets.token_hex(16)
+            shown = f"::stop-commands::{token}\n{shown}\n::{token}::"
+        lines.append(shown)
+    return lines
+
+
+class Progress:
+    """A one-line progress display for a TTY, redrawn at most ten times a second."""
+
+    def __init__(self, stream: TextIO, total_calls: int, total_probes: int) -> None:
+        self._stream = stream
+        self._total_calls = total_calls
+        self._total_probes = total_probes
+        self._calls = 0
+        self._probes = 0
+        self._bad = 0
+        self._drawn = 0.0
+
+    def call_finished(self, scenario: Scenario) -> None:
+        self._calls += 1
+        self._draw()
+
+    def probe_finished(self, scenario: Scenario, result: ProbeResult) -> None:
+        self._probes += 1
+        self._bad += result.status != "passed"
+        self._draw()
+
+    def _draw(self) -> None:
+        now = time.monotonic()
+        if now - self._drawn < 0.1 and self._calls < self._total_calls:
+            return
+        self._drawn = now
+        self._stream.write(
+            f"\r\x1b[2K{self._calls}/{self._total_calls} model calls · "
+            f"{self._probes}/{self._total_probes} probes · {self._bad} not passed"
+        )
+        self._stream.flush()
+
+    def clear(self) -> None:
+        self._stream.write("\r\x1b[2K")
+        self._stream.flush()

@@ -1,0 +1,201 @@
+"""Plays scenarios against an adapter and checks the probes. No printing: progress goes to an
+`Events` observer, and the outcome is a frozen `RunResult`.
+
+Within a scenario: turn k, then every probe at boundary k (each on its own copy of the
+conversation), then turn k+1, and no turn after the last boundary a probe needs. Scenarios run
+concurrently up to `concurrency`; results keep config order. Cancelling the run (Ctrl-C) stops
+every scenario and still returns what finished, with `interrupted` set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from ruledrift.adapters.base import Adapter, CallContext, Completion
+from ruledrift.assertions import AssertionTimeout, check_answer
+from ruledrift.conversation import system_message
+from ruledrift.errors import AdapterError
+from ruledrift.jsregex import RegexEvaluator
+from ruledrift.model import (
+    Message,
+    Probe,
+    ProbeResult,
+    Response,
+    RunResult,
+    Scenario,
+    ScenarioResult,
+    Suite,
+)
+
+INTERRUPTED = "not run: the run was interrupted"
+
+
+class Events(Protocol):
+    """What a progress display hears about. Called from the event loop; must not block."""
+
+    def call_finished(self, scenario: Scenario) -> None: ...
+
+    def probe_finished(self, scenario: Scenario, result: ProbeResult) -> None: ...
+
+
+class NoEvents:
+    def call_finished(self, scenario: Scenario) -> None:
+        pass
+
+    def probe_finished(self, scenario: Scenario, result: ProbeResult) -> None:
+        pass
+
+
+def _ms_since(start: float) -> int:
+    return round((time.monotonic() - start) * 1000)
+
+
+def make_response(text: str, metadata: Mapping[str, object] | None = None) -> Response:
+    return Response(
+        text=text,
+        sha256=hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest(),
+        length=len(text),
+        metadata=dict(metadata or {}),
+    )
+
+
+@dataclass
+class _ScenarioRun:
+    """One scenario's progress; it outlives a cancelled task so partial results can be kept."""
+
+    suite: Suite
+    scenario: Scenario
+    adapter: Adapter
+    regex: RegexEvaluator
+    events: Events
+    results: dict[str, ProbeResult] = field(default_factory=dict)
+    transcript: list[Message] = field(default_factory=list)
+    calls: int = 0
+    started: float | None = None
+
+    async def play(self) -> None:
+        self.started = time.monotonic()
+        scenario = self.scenario
+        self.transcript = [Message("system", system_message(self.suite))]
+        at_boundary: dict[int, list[Probe]] = {}
+        for probe in scenario.probes:
+            at_boundary.setdefault(probe.after_turn, []).append(probe)
+        for turn in range(scenario.turns_needed + 1):
+            if turn > 0:
+                error = await self._play_turn(turn)
+                if error is not None:
+                    self._fail_remaining(f"background turn {turn} failed: {error}")
+                    return
+            for probe in at_boundary.get(turn, []):
+                result = await self._probe(probe)
+                self.results[probe.id] = result
+                self.events.probe_finished(scenario, result)
+
+    async def _call(self, messages: Sequence[Message], context: CallContext) -> Completion:
+        self.calls += 1
+        try:
+            return await self.adapter.complete(messages, context)
+        finally:
+            self.events.call_finished(self.scenario)
+
+    async def _play_turn(self, turn: int) -> str | None:
+        self.transcript.append(Message("user", self.scenario.turns[turn - 1]))
+        context = CallContext(self.suite.name, self.scenario.id, "turn", turn=turn)
+        try:
+            completion = await self._call(tuple(self.transcript), context)
+        except AdapterError as error:
+            return str(error)
+        self.transcript.append(Message("assistant", completion.content))
+        return None
+
+    async def _probe(self, probe: Probe) -> ProbeResult:
+        start = time.monotonic()
+        messages = (*self.transcript, Message("user", probe.prompt))
+        context = CallContext(
+            self.suite.name, self.scenario.id, "probe", probe=probe.id, after_turn=probe.after_turn
+        )
+        try:
+            completion = await self._call(messages, context)
+        except AdapterError as error:
+            return ProbeResult(probe, "error", _ms_since(start), error=str(error))
+        response = make_response(completion.content, completion.metadata)
+        try:
+            checks = await check_answer(probe.assertions, completion.content, self.regex)
+        except AssertionTimeout as error:
+            return ProbeResult(probe, "error", _ms_since(start), response=response, error=str(error))
+        status = "passed" if all(check.passed for check in checks) else "failed"
+        return ProbeResult(probe, status, _ms_since(start), checks, response)
+
+    def _fail_remaining(self, reason: str) -> None:
+        for probe in self.scenario.probes:
+            if probe.id not in self.results:
+                self.results[probe.id] = ProbeResult(probe, "error", 0, error=reason)
+                self.events.probe_finished(self.scenario, self.results[probe.id])
+
+    def result(self) -> ScenarioResult:
+        self._fail_remaining(INTERRUPTED)  # a no-op for a scenario that finished
+        return ScenarioResult(
+            scenario=self.scenario,
+            probes=tuple(self.results[p.id] for p in self.scenario.probes),
+            model_calls=self.calls,
+            duration_ms=_ms_since(self.started) if self.started is not None else 0,
+            transcript=tuple(self.transcript),
+        )
+
+
+async def run_suite(
+    suite: Suite,
+    adapter: Adapter,
+    regex: RegexEvaluator,
+    *,
+    concurrency: int = 1,
+    scenarios: Sequence[Scenario] | None = None,
+    events: Events | None = None,
+) -> RunResult:
+    """Run `scenarios` (default: all, in config order). Never raises AdapterError: a call that
+    fails becomes an errored probe. Cancellation returns the partial result (`interrupted`)."""
+    started_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    start = time.monotonic()
+    gate = asyncio.Semaphore(concurrency)
+    runs = [
+        _ScenarioRun(suite, s, adapter, regex, events or NoEvents())
+        for s in (suite.scenarios if scenarios is None else scenarios)
+    ]
+
+    async def play(run: _ScenarioRun) -> None:
+        async with gate:
+            await run.play()
+
+    tasks = [asyncio.create_task(play(run)) for run in runs]
+    interrupted = False
+    try:
+        await asyncio.gather(*tasks)
+    except asyncio.CancelledError:
+        interrupted = True
+        await _stop(tasks)
+        current = asyncio.current_task()
+        if current is not None:
+            current.uncancel()  # the interruption is handled: later cleanup may await normally
+    except BaseException:
+        await _stop(tasks)
+        raise
+    return RunResult(
+        suite=suite,
+        target=adapter.target_info(),
+        started_at=started_at,
+        duration_ms=_ms_since(start),
+        scenarios=tuple(run.result() for run in runs),
+        interrupted=interrupted,
+    )
+
+
+async def _stop(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

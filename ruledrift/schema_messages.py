@@ -1,0 +1,139 @@
+"""Turns JSON Schema validation errors into messages a person can act on.
+
+The schema is the single validator; this module only words its findings: it names the field, says
+what was expected, lists allowed values, and names the rule, scenario and probe an error is in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+
+from jsonschema.exceptions import ValidationError
+
+from ruledrift.jsonpos import pointer_of
+
+ID_PATTERN = "^[a-z0-9._-]+$"
+SUPPORTED_VERSION = 1
+
+_TYPE_NAMES = {
+    "object": "an object",
+    "array": "an array",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
+def json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def show(value: object) -> str:
+    """A short JSON rendering of a value for a message."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _one_of(values: Sequence[object]) -> str:
+    return ", ".join(show(v) for v in values)
+
+
+class SchemaFinding:
+    """One problem: where (pointer, and whether it is at a key) and what."""
+
+    def __init__(self, path: Sequence[str | int], message: str, *, at_key: bool = False) -> None:
+        self.pointer = pointer_of(*path)
+        self.message = message
+        self.at_key = at_key
+
+
+def findings(error: ValidationError) -> Iterator[SchemaFinding]:
+    path = list(error.absolute_path)
+    kind = error.validator
+    value = error.instance
+    expected = error.validator_value
+    if kind == "additionalProperties" and isinstance(value, dict):
+        allowed = sorted(error.schema.get("properties", {}))
+        for key in value:
+            if key not in allowed:
+                yield SchemaFinding(
+                    [*path, key],
+                    f"unknown field {show(key)} (allowed fields: {', '.join(allowed)})",
+                    at_key=True,
+                )
+    elif kind == "required" and isinstance(value, dict):
+        # jsonschema reports each missing field as its own error; name the one in this error
+        for name in expected:
+            if name not in value and repr(name) in error.message:
+                yield SchemaFinding(path, f"missing required field {show(name)}")
+    else:
+        yield SchemaFinding(path, _message(kind, value, expected, path))
+
+
+def _message(kind: object, value: object, expected: object, path: list[str | int]) -> str:
+    if kind == "type":
+        names = [expected] if isinstance(expected, str) else list(expected)  # type: ignore[call-overload]
+        wanted = " or ".join(_TYPE_NAMES.get(n, n) for n in names)
+        return f"expected {wanted}, got {json_type(value)}"
+    if kind == "const" and path == ["version"]:
+        return (
+            f"unsupported version {show(value)}: this RuleDrift reads version "
+            f"{SUPPORTED_VERSION} (upgrade RuleDrift, or write \"version\": {SUPPORTED_VERSION})"
+        )
+    if kind == "const":
+        return f"expected {show(expected)}, got {show(value)}"
+    if kind == "enum":
+        return f"expected one of {_one_of(expected)}; got {show(value)}"  # type: ignore[arg-type]
+    if kind == "pattern" and expected == ID_PATTERN:
+        return (
+            f"invalid id {show(value)}: ids use lowercase letters, numbers, dots, underscores "
+            "and hyphens"
+        )
+    if kind == "pattern" and path and path[-1] == "flags":
+        return f"invalid flags {show(value)}: JavaScript flags are d, g, i, m, s, u, v and y"
+    if kind == "minItems":
+        what = str(path[-1]) if path else "items"
+        return f"expected at least {expected} item(s) in {what}, got {len(value)}"  # type: ignore[arg-type]
+    if kind == "minLength":
+        return "must not be empty"
+    if kind == "maxLength":
+        return f"longer than {expected} characters"
+    if kind == "minimum":
+        return f"expected a number of at least {expected}, got {show(value)}"
+    if kind == "oneOf" and path and path[-1] == "think":
+        return f'expected true, false, "low", "medium" or "high"; got {show(value)}'
+    return f"{kind}: {show(value)} does not satisfy {show(expected)}"
+
+
+def context(data: object, path: Sequence[str | int]) -> str:
+    """Names the rule, scenario and probe a pointer is in, e.g. ' (scenario "a", probe "b")'."""
+    names: list[str] = []
+    labels = {"rules": "rule", "scenarios": "scenario", "probes": "probe"}
+    node, parent = data, None
+    for part in path:
+        if isinstance(node, dict) and isinstance(part, str):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+            item_id = node.get("id") if isinstance(node, dict) else None
+            if isinstance(parent, str) and parent in labels and isinstance(item_id, str):
+                names.append(f"{labels[parent]} {show(item_id)}")
+        else:
+            break
+        parent = part
+    return f" ({', '.join(names)})" if names else ""

@@ -1,0 +1,55 @@
+"""An in-process adapter for runner tests: records every call exactly as the runner made it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ruledrift.adapters.base import CallContext, Completion
+from ruledrift.errors import AdapterError
+from ruledrift.model import Message, TargetInfo
+
+
+@dataclass
+class Call:
+    messages: tuple[Message, ...]
+    context: CallContext
+
+
+def echo(messages: Sequence[Message], context: CallContext) -> str:
+    return f"answer to: {messages[-1].content}"
+
+
+@dataclass
+class RecordingAdapter:
+    answer: Callable[[Sequence[Message], CallContext], str] = echo
+    fail_when: Callable[[CallContext], bool] = lambda context: False
+    delay_s: float = 0.0
+    calls: list[Call] = field(default_factory=list)
+    in_flight: int = 0
+    most_in_flight: int = 0
+    opened: bool = False
+    closed: bool = False
+
+    async def open(self) -> None:
+        self.opened = True
+
+    async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
+        self.calls.append(Call(tuple(messages), context))
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if self.delay_s:
+                await asyncio.sleep(self.delay_s)
+            if self.fail_when(context):
+                raise AdapterError(f"simulated failure at {context.kind} {context.turn or ''}")
+            return Completion(self.answer(messages, context), {"tokens": 3})
+        finally:
+            self.in_flight -= 1
+
+    def target_info(self) -> TargetInfo:
+        return TargetInfo("recording", "fake-model")
+
+    async def aclose(self) -> None:
+        self.closed = True

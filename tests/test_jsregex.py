@@ -1,0 +1,257 @@
+"""JavaScript regular expressions: semantics proven against Node, time bounds, worker hygiene."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ruledrift.jsregex import RegexEvaluator, RegexTimeout, js_test, regex_literal, regex_problem
+
+Expected = bool | str  # the result of test(), or "error" when `new RegExp` throws
+Case = tuple[str, str, str, Expected]
+
+# (pattern, flags, answer, what Node 20 says). Generated once with node and pasted here;
+# test_the_table_agrees_with_node proves it against the node on PATH on every run.
+CASES: list[Case] = [__CASES__]
+
+# ES2025 syntax that Node 20 and 22 reject and regress accepts; rejected here, for portability.
+ES2025: list[Case] = [__ES__]
+
+# Known differences, documented in ruledrift.jsregex: (pattern, flags, answer, Node, ours).
+KNOWN_DIFFERENCES: list[tuple[str, str, str, Expected, Expected]] = [
+    ("[^\\q{a}]", "v", "b", True, "error"),  # rejected here: regress matches it wrongly
+    ("\\B", "u", "a\U0001f600b", True, False),  # V8 tries between the halves of a pair
+    ("^[\\u0080-\\uffff]$", "u", "\ud800", True, False),  # a lone surrogate under u
+    ("[[^\\p{Lu}]]", "iv", "é", False, True),  # v with i: complement inside a class
+]
+
+CATASTROPHIC = ("(a+)+$", "", "a" * 30 + "!")
+
+
+def ours(pattern: str, flags: str, text: str) -> Expected:
+    return "error" if regex_problem(pattern, flags) else js_test(pattern, flags, text)
+
+
+def node_results(cases: list[tuple[str, str, str]]) -> list[Expected]:
+    script = """
+    const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    const test = ([p, f, t]) => { try { return new RegExp(p, f).test(t) } catch { return "error" } };
+    process.stdout.write(JSON.stringify(cases.map(test)));
+    """
+    done = subprocess.run(
+        ["node", "-e", script], input=json.dumps(cases), capture_output=True, text=True, check=True
+    )
+    results: list[Expected] = json.loads(done.stdout)
+    return results
+
+
+def node_major() -> int:
+    done = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True)
+    return int(done.stdout.strip().lstrip("v").split(".")[0])
+
+
+def children() -> set[int]:
+    """Processes whose parent is this one, zombies included (so also the unreaped)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # it ended while we looked
+        if int(fields[1]) == os.getpid():
+            found.add(int(stat.parent.name))
+    return found
+
+
+needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+
+
+# --- semantics -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("pattern", "flags", "text", "expected"), CASES + ES2025)
+def test_javascript_semantics(pattern: str, flags: str, text: str, expected: Expected) -> None:
+    assert ours(pattern, flags, text) == expected
+
+
+@needs_node
+def test_the_table_agrees_with_node() -> None:
+    table = [(p, f, t) for p, f, t, _ in CASES]
+    assert node_results(table) == [expected for *_, expected in CASES]
+    assert [ours(*case) for case in table] == [expected for *_, expected in CASES]
+
+
+@needs_node
+def test_es2025_syntax_is_rejected_as_node_20_and_22_do() -> None:
+    if node_major() > 22:
+        pytest.skip("this node accepts ES2025 modifiers and duplicate group names")
+    assert node_results([(p, f, t) for p, f, t, _ in ES2025]) == ["error"] * len(ES2025)
+
+
+@needs_node
+def test_known_differences_are_still_differences() -> None:
+    """When this fails, regress or V8 changed: update the list and the module docstring."""
+    table = [(p, f, t) for p, f, t, *_ in KNOWN_DIFFERENCES]
+    assert node_results(table) == [node for *_, node, _ in KNOWN_DIFFERENCES]
+    assert [ours(*case) for case in table] == [mine for *_, mine in KNOWN_DIFFERENCES]
+
+
+@pytest.mark.parametrize(
+    ("flags", "problem"),
+    [
+        ("x", 'unknown flag "x" (valid flags: d, g, i, m, s, u, v, y)'),
+        ("I", 'unknown flag "I" (valid flags: d, g, i, m, s, u, v, y)'),
+        ("gig", 'flag "g" repeated'),
+        ("uv", 'flags "u" and "v" cannot be combined'),
+    ],
+)
+def test_flag_problems_say_what_is_wrong(flags: str, problem: str) -> None:
+    assert regex_problem("a", flags) == problem
+
+
+def test_pattern_problems_say_what_is_wrong() -> None:
+    assert regex_problem("(", "") == "invalid regular expression: unbalanced parenthesis"
+    assert regex_problem("(?i:a)", "") == (
+        "invalid regular expression: modifier groups such as (?i:...) are not supported (Node 20)"
+    )
+    assert regex_problem("(?<a>x)|(?<a>y)", "") == (
+        'invalid regular expression: duplicate capture group name "a"'
+    )
+    assert regex_problem("\\b+", "") == (
+        "invalid regular expression: nothing to repeat (\\b cannot be quantified)"
+    )
+    assert regex_problem("^ok$", "imsuyg") is None
+
+
+def test_js_test_raises_on_an_invalid_pattern() -> None:
+    with pytest.raises(ValueError, match="unbalanced parenthesis"):
+        js_test("(", "", "")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags", "literal"),
+    [
+        ("(a+)+$", "", "/(a+)+$/"),
+        ("https?://x", "i", "/https?:\\/\\/x/i"),
+        ("[/]\\/", "", "/[/]\\//"),
+        ("a\nb", "m", "/a\\nb/m"),
+        ("", "", "/(?:)/"),
+    ],
+)
+def test_regex_literal_prints_like_javascript(pattern: str, flags: str, literal: str) -> None:
+    assert regex_literal(pattern, flags) == literal
+
+
+# --- the evaluator ---------------------------------------------------------------------------
+
+
+def test_the_evaluator_matches_like_js_test() -> None:
+    async def run() -> list[bool]:
+        regex = RegexEvaluator()
+        try:
+            return [await regex.test(p, f, t) for p, f, t, e in CASES if e != "error"]
+        finally:
+            await regex.aclose()
+
+    assert asyncio.run(run()) == [e for *_, e in CASES if e != "error"]
+
+
+def test_the_evaluator_reports_an_invalid_pattern() -> None:
+    async def run() -> None:
+        regex = RegexEvaluator()
+        try:
+            with pytest.raises(ValueError, match='unknown flag "x"'):
+                await regex.test("a", "x", "a")
+            assert await regex.test("a", "", "a")  # the worker survived
+        finally:
+            await regex.aclose()
+
+    asyncio.run(run())
+
+
+@needs_proc
+def test_a_catastrophic_pattern_times_out_and_the_worker_is_replaced() -> None:
+    async def run() -> None:
+        before = children()
+        regex = RegexEvaluator(timeout_s=0.5, max_workers=1)
+        try:
+            assert await regex.test("a", "", "a")
+            (first,) = children() - before
+            started = time.monotonic()
+            with pytest.raises(RegexTimeout) as timeout:
+                await regex.test(*CATASTROPHIC)
+            assert time.monotonic() - started < 10
+            assert str(timeout.value) == "matching /(a+)+$/ took longer than 0.5 s"
+            assert first not in children()  # killed and reaped
+            assert await regex.test("b$", "", "ab")  # by a new worker
+            assert not await regex.test("b$", "", "ba")
+            assert len(children() - before) == 1
+        finally:
+            await regex.aclose()
+        assert children() - before == set()
+
+    asyncio.run(run())
+
+
+@needs_proc
+def test_a_cancelled_evaluation_leaves_no_worker_behind() -> None:
+    async def run() -> None:
+        before = children()
+        regex = RegexEvaluator(timeout_s=30)
+        try:
+            task = asyncio.create_task(regex.test(*CATASTROPHIC))
+            await asyncio.sleep(0.5)
+            assert children() - before  # the worker is busy
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert children() - before == set()
+        finally:
+            await regex.aclose()
+
+    asyncio.run(run())
+
+
+@needs_proc
+def test_concurrent_evaluations_get_their_own_answers() -> None:
+    calls = [(f"^x{i}$", "i" if i % 3 else "", f"X{i}" if i % 2 else f"x{i}") for i in range(200)]
+
+    async def run() -> tuple[list[bool], int]:
+        before = children()
+        regex = RegexEvaluator(timeout_s=10, max_workers=4)
+        try:
+            results = await asyncio.gather(*(regex.test(*call) for call in calls))
+            return results, len(children() - before)
+        finally:
+            await regex.aclose()
+
+    results, workers = asyncio.run(run())
+    assert results == [js_test(*call) for call in calls]
+    assert True in results and False in results
+    assert 1 <= workers <= 4
+
+
+@needs_proc
+def test_a_worker_that_died_while_idle_is_replaced() -> None:
+    async def run() -> None:
+        before = children()
+        regex = RegexEvaluator(max_workers=1)
+        try:
+            assert await regex.test("a", "", "a")
+            (worker,) = children() - before
+            os.kill(worker, 9)
+            await asyncio.sleep(0.2)  # let asyncio notice the exit
+            assert await regex.test("a", "", "a")
+        finally:
+            await regex.aclose()
+        assert children() - before == set()
+
+    asyncio.run(run())
