@@ -30,6 +30,7 @@ from ruledrift.model import (
     Location,
     MatchesAssertion,
     OllamaAdapterConfig,
+    OpenAIAdapterConfig,
     Probe,
     Rule,
     Scenario,
@@ -42,6 +43,8 @@ SCHEMA_NAME = "rule-drift.schema.json"
 DEFAULT_COMMAND_TIMEOUT_MS = 30_000
 DEFAULT_OLLAMA_TIMEOUT_MS = 120_000
 DEFAULT_OLLAMA_BASE_URL = "http://127.0.0.1:11434"
+DEFAULT_OPENAI_TIMEOUT_MS = 120_000
+RESERVED_BODY_FIELDS = ("model", "messages", "stream")
 
 
 def schema_text(name: str = SCHEMA_NAME) -> str:
@@ -161,10 +164,20 @@ def _cross_field_problems(data: object) -> Iterator[tuple[str, str]]:
             for a_index, assertion in _objects(probe.get("assertions")):
                 yield from _regex_problems(f"{pointer}/assertions/{a_index}", assertion)
     adapter = data.get("adapter")
-    if isinstance(adapter, dict) and isinstance(adapter.get("baseUrl"), str):
-        problem = _url_problem(adapter["baseUrl"])
+    if isinstance(adapter, dict):
+        yield from _adapter_problems(adapter)
+
+
+def _adapter_problems(adapter: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    if isinstance(adapter.get("baseUrl"), str):
+        problem = url_problem(adapter["baseUrl"])
         if problem:
             yield "/adapter/baseUrl", problem
+    extra = adapter.get("extraBody")
+    if adapter.get("type") == "openai" and isinstance(extra, dict):
+        for key in RESERVED_BODY_FIELDS:
+            if key in extra:
+                yield f"/adapter/extraBody/{key}", f"{show(key)} is set by RuleDrift; remove it"
 
 
 def _is_id(value: str) -> bool:
@@ -207,7 +220,7 @@ def _regex_problems(pointer: str, assertion: Mapping[str, object]) -> Iterator[t
         yield f"{pointer}/pattern", pattern_problem
 
 
-def _url_problem(url: str) -> str | None:
+def url_problem(url: str) -> str | None:
     """Never echoes the URL: it may hold a password."""
     try:
         parts = urlsplit(url)
@@ -280,6 +293,15 @@ def _adapter(path: Path, data: dict[str, Any]) -> AdapterConfig:
             args=tuple(data.get("args", ())),
             cwd=Path(os.path.normpath(config_dir / data.get("cwd", "."))),
             timeout_ms=data.get("timeoutMs", DEFAULT_COMMAND_TIMEOUT_MS),
+        )
+    if data["type"] == "openai":
+        return OpenAIAdapterConfig(
+            model=data["model"],
+            base_url=data["baseUrl"].rstrip("/"),
+            api_key_env=data.get("apiKeyEnv"),
+            timeout_ms=data.get("timeoutMs", DEFAULT_OPENAI_TIMEOUT_MS),
+            options=dict(data.get("options", {})),
+            extra_body=dict(data.get("extraBody", {})),
         )
     return OllamaAdapterConfig(
         model=data["model"],

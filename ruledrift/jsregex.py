@@ -433,5 +433,5 @@ class RegexEvaluator:
         """Kill and reap a worker; returns its exit code (negative: the signal)."""
         self._workers.discard(worker)
         if worker.returncode is None:
-            worker.kill()
+            pass
         return await worker.wait()

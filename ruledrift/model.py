@@ -99,7 +99,18 @@ class OllamaAdapterConfig:
     type: Literal["ollama"] = "ollama"
 
 
-AdapterConfig = CommandAdapterConfig | OllamaAdapterConfig
+@dataclass(frozen=True)
+class OpenAIAdapterConfig:
+    model: str
+    base_url: str
+    api_key_env: str | None
+    timeout_ms: int
+    options: Mapping[str, object] = field(default_factory=dict)
+    extra_body: Mapping[str, object] = field(default_factory=dict)
+    type: Literal["openai"] = "openai"
+
+
+AdapterConfig = CommandAdapterConfig | OllamaAdapterConfig | OpenAIAdapterConfig
 
 
 @dataclass(frozen=True)

@@ -218,7 +218,7 @@ def test_unknown_field_is_reported_at_the_key_and_named(tmp_path: Path) -> None:
         (
             lambda d: d["adapter"].update(type="openai-ish"),
             "/adapter/type",
-            'expected one of "command", "ollama"; got "openai-ish"',
+            'expected one of "command", "ollama", "openai"; got "openai-ish"',
         ),
         (
             lambda d: d["adapter"].update(timeoutMs=0),

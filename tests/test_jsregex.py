@@ -19,10 +19,151 @@ Case = tuple[str, str, str, Expected]
 
 # (pattern, flags, answer, what Node 20 says). Generated once with node and pasted here;
 # test_the_table_agrees_with_node proves it against the node on PATH on every run.
-CASES: list[Case] = [__CASES__]
+CASES: list[Case] = [
+    # $ and a trailing newline; \d and \w are ASCII; [^]; named groups; \u{...}
+    ("^yes$", "", "yes\n", False),
+    ("yes$", "m", "yes\n", True),
+    ("^\\d+$", "", "١٢٣", False),
+    ("^\\d+$", "u", "١٢٣", False),
+    ("^\\w+$", "", "café", False),
+    ("^\\w+$", "u", "café", False),
+    ("\\bcafé\\b", "", "un café noir", False),
+    ("^[^]$", "", "\n", True),
+    ("^.$", "", "\n", False),
+    ("^.$", "s", "\n", True),
+    ("^[^]*$", "", "a\nb", True),
+    ("(?<q>[\"'])hi\\k<q>", "", '"hi"', True),
+    ("(?<q>[\"'])hi\\k<q>", "", "\"hi'", False),
+    ("\\k<q>", "", "k<q>", True),
+    ("^\\u{41}$", "u", "A", True),
+    ("^\\u{3}$", "", "uuu", True),
+    ("^\\u{1F600}$", "u", "😀", True),
+    # flags: y g i m s d
+    ("b", "y", "ab", False),
+    ("a", "y", "ab", True),
+    ("^b", "my", "a\nb", False),
+    ("b", "g", "ab", True),
+    ("b", "gy", "ab", False),
+    ("b", "dg", "ab", True),
+    ("HUNTER2", "i", "my hunter2", True),
+    ("HUNTER2", "", "my hunter2", False),
+    ("^b$", "m", "a\nb\nc", True),
+    ("^b$", "", "a\nb\nc", False),
+    ("a.c", "s", "a\nc", True),
+    ("a.c", "", "a\rc", False),
+    ("a.c", "", "a\x85c", True),
+    ("^a$", "m", "a\u2028", True),
+    # i without u compares toUpperCase(), with u case folding
+    ("ſ", "i", "s", False),
+    ("ſ", "iu", "s", True),
+    ("^[a-z]+$", "i", "\u212a", False),
+    ("^[a-z]+$", "iu", "\u212a", True),
+    ("ı", "i", "I", False),
+    ("ß", "i", "ẞ", False),
+    ("ß", "iu", "ẞ", True),
+    ("σ", "i", "ς", True),
+    ("\\u1f80", "i", "ᾈ", False),
+    ("^\\W$", "i", "ſ", True),
+    ("^[\\W]$", "i", "s", False),
+    ("^[\\W]$", "iu", "s", False),
+    ("^[^\\W]$", "iu", "\u212a", True),
+    # lookbehind and lookahead
+    ("(?<=\\$)\\d+", "", "cost: $42", True),
+    ("(?<!\\$)\\b\\d+", "", "cost: $42", False),
+    ("(?<=a(?=b)b)c", "", "abc", True),
+    ("x(?!y)", "", "xy", False),
+    # unicode property escapes
+    ("^\\p{L}+$", "u", "Ελληνικά", True),
+    ("\\p{Script=Cyrillic}", "u", "привет", True),
+    ("\\p{Lu}", "", "p{Lu}", True),
+    ("\\P{Lu}", "u", "ABC", False),
+    ("\\p{Emoji_Presentation}", "u", "ok 😀", True),
+    ("\\p{NotAProperty}", "u", "", "error"),
+    # astral characters with and without u
+    ("^.$", "", "😀", False),
+    ("^..$", "", "😀", True),
+    ("^.$", "u", "😀", True),
+    ("^[😀]$", "", "😀", False),
+    ("^[😀]$", "u", "😀", True),
+    ("😀{2}", "", "😀😀", False),
+    ("😀{2}", "u", "😀😀", True),
+    ("\\ud83d", "", "😀", True),
+    ("\\ud83d", "u", "😀", False),
+    ("^\\ud83d\\ude00$", "u", "😀", True),
+    ("^[\\u0080-\\uffff]$", "", "😀", False),
+    ("^[\\u0080-\\uffff]+$", "", "😀", True),
+    ("^[^\\x00-\\x7f]{2}$", "", "😀", True),
+    ("^\\S$", "", "😀", False),
+    ("^\\S$", "u", "😀", True),
+    ("[😀-😂]", "", "", "error"),
+    ("[😀-😂]", "u", "😁", True),
+    ("\\ud800", "", "x\ud800y", True),
+    ("^.$", "u", "\ud800", True),
+    ("^[\\ud800-\\udbff]$", "", "\ud83d", True),
+    # v: set notation and string literals
+    ("^[\\p{L}--[a-z]]+$", "v", "ABC", True),
+    ("^[\\p{L}--[a-z]]+$", "v", "abc", False),
+    ("^[\\p{ASCII}&&\\p{L}]$", "v", "é", False),
+    ("^[\\q{ab|c}]$", "v", "ab", True),
+    ("\\p{RGI_Emoji}", "v", "😀", True),
+    ("\\P{Lu}", "iv", "é", False),
+    ("[(]", "v", "(", "error"),
+    # Annex B syntax without u, rejected with u or v
+    ("{", "", "{", True),
+    ("{", "u", "{", "error"),
+    ("a{", "", "a{", True),
+    ("x{1,", "", "x{1,", True),
+    ("]", "", "]", True),
+    ("]", "u", "]", "error"),
+    ("]", "v", "]", "error"),
+    ("\\c", "", "\\c", True),
+    ("\\c", "u", "", "error"),
+    ("\\c1", "", "\\c1", True),
+    ("[\\c1]", "", "\x11", True),
+    ("\\cJ", "", "\n", True),
+    ("\\07", "", "\x07", True),
+    ("\\07", "u", "", "error"),
+    ("[\\101]", "", "A", True),
+    ("\\8", "", "8", True),
+    ("\\1(a)", "", "a", True),
+    ("\\-", "", "-", True),
+    ("\\-", "u", "-", "error"),
+    ("(?=a)*", "", "", True),
+    ("(?=a)*", "u", "", "error"),
+    ("[\\d-z]", "", "-", True),
+    ("[\\d-z]", "u", "-", "error"),
+    ("\\p{L}", "", "p{L}", True),
+    # invalid everywhere
+    ("(", "", "", "error"),
+    ("[", "", "", "error"),
+    ("a**", "", "", "error"),
+    ("a{2,1}", "", "", "error"),
+    ("[z-a]", "", "", "error"),
+    ("\\", "", "", "error"),
+    ("(?<a>x)(?<a>y)", "", "", "error"),
+    ("(?<=a)*", "", "", "error"),
+    ("^*", "", "", "error"),
+    ("\\b*", "", "", "error"),
+    ("\\B{2}", "u", "", "error"),
+    ("\\b{", "", "{", False),
+    ("(?<n>a)\\k<m>", "", "", "error"),
+    ("\\u{110000}", "u", "", "error"),
+    ("\\ud800\\u", "u", "", "error"),
+    ("[^\\q{ab}]", "v", "", "error"),
+    # flags
+    ("a", "x", "a", "error"),
+    ("a", "gg", "a", "error"),
+    ("a", "uv", "a", "error"),
+    ("a", "I", "a", "error"),
+    ("a", "dgimsuy", "a", True),
+    ("a", "dgimsvy", "a", True),
+]
 
 # ES2025 syntax that Node 20 and 22 reject and regress accepts; rejected here, for portability.
-ES2025: list[Case] = [__ES__]
+ES2025: list[Case] = [
+    ("(?i:a)b", "", "Ab", "error"),
+    ("(?<a>x)|(?<a>y)", "", "y", "error"),
+]
 
 # Known differences, documented in ruledrift.jsregex: (pattern, flags, answer, Node, ours).
 KNOWN_DIFFERENCES: list[tuple[str, str, str, Expected, Expected]] = [
@@ -42,7 +183,9 @@ def ours(pattern: str, flags: str, text: str) -> Expected:
 def node_results(cases: list[tuple[str, str, str]]) -> list[Expected]:
     script = """
     const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
-    const test = ([p, f, t]) => { try { return new RegExp(p, f).test(t) } catch { return "error" } };
+    const test = ([p, f, t]) => {
+        try { return new RegExp(p, f).test(t) } catch { return "error" }
+    };
     process.stdout.write(JSON.stringify(cases.map(test)));
     """
     done = subprocess.run(
@@ -235,7 +378,8 @@ def test_concurrent_evaluations_get_their_own_answers() -> None:
 
     results, workers = asyncio.run(run())
     assert results == [js_test(*call) for call in calls]
-    assert True in results and False in results
+    assert True in results
+    assert False in results
     assert 1 <= workers <= 4
 
 

@@ -35,8 +35,11 @@ class Completion:
 
 
 class Adapter(Protocol):
-    """A target. `complete` is called concurrently for different scenarios; it must raise only
-    `AdapterError` (with a message that names the cause) when no answer could be had."""
+    """A target. `open`, `complete` and `aclose` raise only `AdapterError` (with a message that
+    names the cause and the fix); `complete` is called concurrently for different scenarios.
+    An adapter's constructor (the factory in `registry.ADAPTERS`) may raise `UsageError` for a
+    setting that makes a run impossible before any call (exit 2), e.g. an unset API key
+    variable."""
 
     async def open(self) -> None:
         """Check that the target can be reached (a preflight: nothing is asked of the model).
