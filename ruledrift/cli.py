@@ -41,10 +41,29 @@ def _positive(text: str) -> int:
     return value
 
 
+def _target_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", metavar="NAME", help="use this model instead of the config's")
+    parser.add_argument(
+        "--base-url", metavar="URL", help="use this server URL instead of the config's baseUrl"
+    )
+    parser.add_argument(
+        "--start-ollama",
+        action="store_true",
+        help="start `ollama serve` on a free loopback port for this run, pull the model if "
+        "missing, and stop the server afterwards (ollama adapter only)",
+    )
+    parser.add_argument(
+        "--models-dir",
+        metavar="DIR",
+        help="OLLAMA_MODELS for --start-ollama (default: $OLLAMA_MODELS, else ~/.ollama/models)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ruledrift",
-        description="Test that an LLM agent keeps obeying its critical rules as a conversation grows.",
+        description="Test that an LLM agent keeps obeying its critical rules as a conversation "
+        "grows.",
         epilog="Exit codes: 0 passed, 1 a probe failed, 2 usage or config error, "
         "3 a turn or probe could not be run, 4 internal error, 130 interrupted.",
     )
@@ -76,6 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quiet", action="store_true", help="print only the summary")
     run.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
+    _target_arguments(run)
+
+    pull = commands.add_parser(
+        "pull", help="pull the suite's Ollama model (with --start-ollama: into --models-dir)"
+    )
+    pull.add_argument("config", metavar="CONFIG", help="the suite (a JSON file)")
+    _target_arguments(pull)
 
     validate = commands.add_parser("validate", help="check a suite without running it")
     validate.add_argument("config", metavar="CONFIG", help="the suite (a JSON file)")
@@ -102,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("ruledrift: interrupted\n")
         return int(ExitCode.INTERRUPTED)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the one place a bug becomes exit code 4, with its traceback
         traceback.print_exc()
         sys.stderr.write(
             f"ruledrift {__version__}: internal error. This is a bug in RuleDrift; please report "

@@ -11,17 +11,18 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ruledrift.adapters.base import Adapter
 from ruledrift.adapters.registry import create_adapter
 from ruledrift.config import load_suite, schema_text
 from ruledrift.errors import ExitCode, UsageError
 from ruledrift.jsregex import RegexEvaluator
-from ruledrift.model import RunResult, Scenario, Suite
+from ruledrift.model import AdapterConfig, RunResult, Scenario, Suite
 from ruledrift.reports.files import write_atomic
 from ruledrift.reports.json_report import render_json
 from ruledrift.reports.junit import render_junit
 from ruledrift.reports.terminal import Progress, TerminalOptions, header, render_terminal
 from ruledrift.runner import Events, run_suite
+from ruledrift.targets import managed_target, target_config
+from ruledrift.targets import pull as pull_model
 
 Renderer = Callable[..., bytes]
 REPORTERS: dict[str, Renderer] = {"json": render_json, "junit": render_junit}
@@ -72,37 +73,37 @@ def _check_report_path(option: str, path: Path) -> None:
         raise UsageError(f"--{option} {path}: cannot write there ({parent} is not writable)")
 
 
-def _no_colour() -> bool:
-    return bool(os.environ.get("NO_COLOR"))
+def _terminal_options(args: argparse.Namespace) -> TerminalOptions:
+    tty = sys.stdout.isatty()
+    return TerminalOptions(
+        colour=tty and not args.no_color and not os.environ.get("NO_COLOR"),
+        previews=args.include_responses or (tty and not os.environ.get("CI")),
+        quiet=args.quiet,
+        stop_commands=os.environ.get("GITHUB_ACTIONS") == "true",
+    )
 
 
 def run(args: argparse.Namespace) -> ExitCode:
     suite = load_suite(Path(args.config))
     scenarios = select_scenarios(suite, args.scenario)
+    config = target_config(suite.adapter, args)
     reports = {name: Path(path) for name in REPORTERS if (path := getattr(args, name))}
     for name, path in reports.items():
         _check_report_path(name, path)
-    adapter = create_adapter(suite.adapter)
-    tty = sys.stdout.isatty()
-    options = TerminalOptions(
-        colour=tty and not args.no_color and not _no_colour(),
-        previews=args.include_responses or (tty and not os.environ.get("CI")),
-        quiet=args.quiet,
-        stop_commands=os.environ.get("GITHUB_ACTIONS") == "true",
-    )
     calls = sum(s.model_calls for s in scenarios)
     probes = sum(len(s.probes) for s in scenarios)
     if not args.quiet:
         print(header(suite, len(scenarios), probes, calls), flush=True)
-    progress = Progress(sys.stdout, calls, probes) if tty and not args.quiet else None
+    show_progress = sys.stdout.isatty() and not args.quiet
+    progress = Progress(sys.stdout, calls, probes) if show_progress else None
     try:
-        result = asyncio.run(_execute(suite, adapter, scenarios, args.concurrency, progress))
+        result = asyncio.run(_execute(suite, config, args, scenarios, progress))
     finally:
         if progress:
             progress.clear()
     for name, path in reports.items():
         write_atomic(path, REPORTERS[name](result, include_responses=args.include_responses))
-    sys.stdout.write(render_terminal(result, options))
+    sys.stdout.write(render_terminal(result, _terminal_options(args)))
     for name, path in reports.items():
         print(f"{name} report: {path}")
     return exit_code(result)
@@ -110,27 +111,44 @@ def run(args: argparse.Namespace) -> ExitCode:
 
 async def _execute(
     suite: Suite,
-    adapter: Adapter,
+    config: AdapterConfig,
+    args: argparse.Namespace,
     scenarios: Sequence[Scenario],
-    concurrency: int,
     events: Events | None,
 ) -> RunResult:
     task = asyncio.current_task()
     if task is not None:  # SIGTERM (CI cancelling a job, docker stop) stops the run like Ctrl-C
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    regex = RegexEvaluator()
-    try:
-        await adapter.open()
-        return await run_suite(
-            suite, adapter, regex, concurrency=concurrency, scenarios=scenarios, events=events
-        )
-    finally:
-        await adapter.aclose()
-        await regex.aclose()
+    async with managed_target(config, args, args.concurrency) as target:
+        adapter = create_adapter(target)
+        regex = RegexEvaluator()
+        try:
+            await adapter.open()
+            return await run_suite(
+                suite,
+                adapter,
+                regex,
+                concurrency=args.concurrency,
+                scenarios=scenarios,
+                events=events,
+            )
+        finally:
+            await adapter.aclose()
+            await regex.aclose()
+
+
+def pull(args: argparse.Namespace) -> ExitCode:
+    suite = load_suite(Path(args.config))
+    config = target_config(suite.adapter, args)
+    model = getattr(config, "model", None)
+    pulled = asyncio.run(pull_model(config, args))
+    print(f"{model}: {'pulled' if pulled else 'already present'}")
+    return ExitCode.PASSED
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], ExitCode]] = {
     "run": run,
     "validate": validate,
     "schema": schema,
+    "pull": pull,
 }

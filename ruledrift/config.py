@@ -64,7 +64,9 @@ def load_suite(path: Path) -> Suite:
         doc = jsonpos.parse(text)
     except jsonpos.JSONSyntaxError as error:
         line, column = jsonpos.Parsed(text).line_col(error.offset)
-        raise ConfigError([_issue(path, line, column, "", f"invalid JSON: {error.message}")]) from None
+        raise ConfigError(
+            [_issue(path, line, column, "", f"invalid JSON: {error.message}")]
+        ) from None
     issues = list(_problems(path, doc))
     if issues:
         raise ConfigError(issues)
@@ -101,7 +103,9 @@ def _decode(path: Path, raw: bytes) -> str:
     except UnicodeDecodeError as error:
         before = raw[: error.start].decode("utf-8", errors="replace")
         line, column = jsonpos.Parsed(before).line_col(len(before))
-        message = f"not UTF-8: byte 0x{raw[error.start]:02x} cannot be decoded; save the file as UTF-8"
+        message = (
+            f"not UTF-8: byte 0x{raw[error.start]:02x} cannot be decoded; save the file as UTF-8"
+        )
         raise ConfigError([_issue(path, line, column, "", message)]) from None
     # a UTF-8 byte order mark is tolerated; a space keeps every offset where it was
     return " " + text[1:] if text.startswith("\ufeff") else text
@@ -156,7 +160,7 @@ def _cross_field_problems(data: object) -> Iterator[tuple[str, str]]:
                 yield f"{pointer}/rule", f"unknown rule {show(rule)} (rules: {known})"
             after = probe.get("afterTurn")
             is_int = isinstance(after, int) and not isinstance(after, bool)
-            if is_int and turn_count is not None and after > turn_count:
+            if is_int and turn_count is not None and cast(int, after) > turn_count:
                 yield (
                     f"{pointer}/afterTurn",
                     f"{after} is greater than the {turn_count} turn(s) of {where}",
@@ -199,7 +203,9 @@ def _duplicate_ids(
         if not isinstance(item_id, str):
             continue
         if item_id in first:
-            message = f"duplicate {label} id {show(item_id)}{where} (first at /{base}/{first[item_id]})"
+            message = (
+                f"duplicate {label} id {show(item_id)}{where} (first at /{base}/{first[item_id]})"
+            )
             yield f"/{base}/{index}/id", message
         else:
             first[item_id] = index
@@ -264,7 +270,11 @@ def _build(path: Path, data: dict[str, Any], doc: jsonpos.Parsed, sha256: str) -
         )
         scenarios.append(
             Scenario(
-                s["id"], s.get("description"), tuple(s["turns"]), probes, location(f"/scenarios/{s_index}")
+                s["id"],
+                s.get("description"),
+                tuple(s["turns"]),
+                probes,
+                location(f"/scenarios/{s_index}"),
             )
         )
     return Suite(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import json.decoder
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
@@ -107,9 +108,12 @@ def _value(doc: Parsed, pos: int, pointer: str, depth: int) -> tuple[object, int
     raise JSONSyntaxError(f"expected a JSON value, found {_describe(text, pos)}", pos)
 
 
+_scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
 def _string(text: str, pos: int) -> tuple[str, int]:
     try:
-        return json.decoder.scanstring(text, pos + 1, True)
+        return _scanstring(text, pos + 1, True)
     except json.JSONDecodeError as error:
         raise JSONSyntaxError(error.msg[0].lower() + error.msg[1:], error.pos) from None
 
@@ -130,7 +134,9 @@ def _object(doc: Parsed, pos: int, pointer: str, depth: int) -> tuple[dict[str, 
         member = pointer + "/" + escape_token(key)
         pos = _skip(text, pos)
         if text[pos : pos + 1] != ":":
-            raise JSONSyntaxError(f"expected ':' after a field name, found {_describe(text, pos)}", pos)
+            raise JSONSyntaxError(
+                f"expected ':' after a field name, found {_describe(text, pos)}", pos
+            )
         pos = _skip(text, pos + 1)
         if key in first_seen:  # parsed for its syntax; the first value stays
             doc.duplicates.append(DuplicateKey(member, key_pos, first_seen[key]))

@@ -2,36 +2,37 @@
 
 The engine is `regress` (ECMAScript syntax and semantics, in Rust). Python's `re` differs from
 JavaScript in ways a suite author would trip over (`$` before a trailing newline, `\\d` and `\\w`
-on non-ASCII text, `[^]`, `\\k<n>`, `\\u{...}`). regress in turn differs from V8 in a few places
-this module corrects:
+on non-ASCII text, `[^]`, `\\k<n>`, `\\u{...}`). regress in turn differs from V8 (Node 20) in
+places this module corrects, found by comparing the two over every BMP character in classes under
+i and over random patterns, classes and texts:
 
-- Flags: regress accepts any letters. Here they are checked as JavaScript does (d g i m s u v y,
-  each at most once, not u with v); `d` and `g` do not change `test()` on a fresh object, `y`
-  anchors the match at index 0, and `v` is passed as "uv" (alone, regress forgets u's strictness).
-- Strings: regress sees code points, JavaScript UTF-16 code units. Without u or v, astral
-  characters are split into surrogate pairs, so `/^.$/` does not match "😀", as in JavaScript.
-  Surrogates cannot cross into Rust, so each one (paired or lone) stands in as a private-use
-  character U+F0000-U+F07FF; pattern escapes, literals and class ranges are rewritten to match.
+- Flags: regress accepts any letters; here they are checked as in JavaScript (d g i m s u v y,
+  each at most once, not u with v). `d` and `g` do not change `test()` on a fresh object; `y`
+  anchors at index 0 (and tries no other index); `v` goes to regress as "uv", else it forgets
+  u's strictness.
+- Strings: regress sees code points (its match offsets are UTF-8 bytes), JavaScript UTF-16 code
+  units. Without u or v, astral characters are split into surrogate pairs, so `/^.$/` does not
+  match "😀". Surrogates cannot cross into Rust: each one (paired or lone) stands in as a
+  private-use character U+F0000-U+F07FF, and pattern literals, `\\u` escapes and class ranges are
+  rewritten to match. (Under u or v, a lone surrogate in the pattern goes as a `[\\u{...}]` class:
+  a bare one makes regress match nothing at all.)
 - Case without u or v: JavaScript compares `toUpperCase()` results, regress case-folds. The 37
   characters where that differs (ı, ſ, K, Å, Ω, ẞ, Greek capitals with prosgegrammeni...) stand in
-  as uncased private-use characters under the i flag, so they match only themselves; `\\W` in a
-  class is spelt out as ranges, so that case closure cannot bring s or k back (also under u).
-- v with i: V8 complements `\\P{...}` after case folding, regress before; rewritten as `[^\\p{...}]`
-  outside classes.
-- Syntax V8 (Node 20) rejects and regress accepts: a quantifier after `\\b` or `\\B`, modifier
-  groups `(?i:...)` and duplicate group names `(?<a>x)|(?<a>y)` (both ES2025), `\\u` that is not
-  an escape under u, `\\q{...}` in a negated class (also rejected when V8 would accept it, as
-  `[^\\q{a}]`: regress matches it wrongly). So suites stay portable to Node 20 and later.
+  as uncased private-use characters under i, so they match only themselves. `\\W` in a class is
+  spelt out as ranges, so that case closure cannot bring s or k back (also under u).
+- v with i: V8 complements `\\P{...}` after case folding, regress before: rewritten `[^\\p{...}]`.
+- Syntax: a quantifier after `\\b`/`\\B`, `-]` or `--]` in a v class, and (ES2025, so rejected
+  for portability to Node 20 and 22) modifier groups `(?i:...)` and duplicate group names are
+  rejected; `\\b` in a v class is a backspace; a lone `^` in a v class is accepted.
 
-These were found by comparing with Node 20: every BMP character against each character class
-under i, and random patterns against random texts. Known differences that remain:
-- Lone surrogates under u or v become private-use stand-ins, so `\\p{Cs}` and ranges spanning
-  U+D800-U+DFFF miss them, and ranges over U+F0000-U+F07FF match them.
-- With v and i, complements and differences inside classes (`[\\P{Lu}]`, `[[^a]]`, `--`) are
-  computed before case folding, as under u; V8 folds first.
+Rejected although V8 accepts them, as regress would give other results: under v, `\\q{...}` in a
+negated class; under v with i, `&&`, `--`, `\\P{...}` and negated classes inside a class (regress
+folds case after computing them, V8 before). Known differences that remain:
+- Lone surrogates under u or v are private-use stand-ins in the answer and code points in the
+  pattern: they match `.`, `\\S` or `[^a]`, never a surrogate escape, `\\p{Cs}` or a range.
 - Under u or v, V8 also tries a match between the halves of a surrogate pair: `/\\B/u` matches
   "a😀b", here it does not.
-- Unicode versions of the property and case tables may differ (regress vs the V8 in use).
+- The Unicode versions of the property and case tables may differ (regress vs the V8 in use).
 
 Evaluation runs in worker processes: regress cannot be interrupted in-process, so a
 catastrophic pattern is bounded by killing its worker. Workers are `python -P -c ...`
@@ -55,7 +56,14 @@ from pathlib import Path
 
 import regress
 
-__all__ = ["RegexEvaluator", "RegexTimeout", "js_test", "regex_literal", "regex_problem"]
+__all__ = [
+    "VALID_FLAGS",
+    "RegexEvaluator",
+    "RegexTimeout",
+    "js_test",
+    "regex_literal",
+    "regex_problem",
+]
 
 VALID_FLAGS = "dgimsuvy"
 _SURROGATE_BASE = 0xF0000 - 0xD800  # surrogate code unit + base = its stand-in
@@ -63,6 +71,7 @@ _SURROGATE_BASE = 0xF0000 - 0xD800  # surrogate code unit + base = its stand-in
 _FOLD_EXCEPTIONS = [0x131, 0x17F, 0x3F4, 0x1E9E, *range(0x1F88, 0x1F90), *range(0x1F98, 0x1FA0)]
 _FOLD_EXCEPTIONS += [*range(0x1FA8, 0x1FB0), 0x1FBC, 0x1FCC, 0x1FD3, 0x1FE3, 0x1FFC]
 _FOLD_EXCEPTIONS += [0x2126, 0x212A, 0x212B, 0xFB05]
+_FOLDED_SETS = "with flags v and i, %s is not supported (regress folds case after it, V8 before)"
 _NOT_WORD = [(0, 0x2F), (0x3A, 0x40), (0x5B, 0x5E), (0x60, 0x60), (0x7B, 0xFFFF)]
 # \W in a class under u and i: JavaScript also counts ſ (U+017F) and K (U+212A) as word characters.
 _UNICODE_NOT_WORD = r"\u{0}-\u{2f}\u{3a}-\u{40}\u{5b}-\u{5e}\u{60}\u{7b}-\u{17e}\u{180}-\u{2129}"
@@ -71,6 +80,7 @@ _STAND_INS = {u: u + _SURROGATE_BASE for u in range(0xD800, 0xE000)}
 _FOLD_STAND_INS = _STAND_INS | {c: 0xF0800 + k for k, c in enumerate(_FOLD_EXCEPTIONS)}
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _LETTER = re.compile("[A-Za-z]")
 _HEX4 = re.compile("[0-9a-fA-F]{4}")
 _TRAIL = re.compile(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
@@ -113,8 +123,8 @@ class _Context:
 
 
 def _escape(s: str, i: int, unicode: bool, mapped: dict[int, int]) -> tuple[str, int]:
-    """A `\\u` escape at s[i:], rewritten: stand-in values become their (mapped later) character,
-    a non-unicode `\\u` that is not followed by four hex digits is the letter u."""
+    """A `\\u` escape at s[i:], rewritten: a stand-in value becomes its character (replaced
+    later), a non-unicode `\\u` that is not followed by four hex digits is the letter u."""
     if _HEX4.fullmatch(s, i + 2, i + 6):
         end, value = i + 6, int(s[i + 2 : i + 6], 16)
         if unicode and 0xD800 <= value < 0xDC00 and _TRAIL.match(s, end):
@@ -122,9 +132,8 @@ def _escape(s: str, i: int, unicode: bool, mapped: dict[int, int]) -> tuple[str,
         return (chr(value) if value in mapped else s[i:end]), end
     if unicode and s[i + 2 : i + 3] == "{" and (close := s.find("}", i + 3)) > 0:
         digits = s[i + 3 : close]
-        if re.fullmatch("[0-9a-fA-F]+", digits) and int(digits, 16) in mapped:
-            return chr(int(digits, 16)), close + 1
-        return s[i : close + 1], close + 1
+        value = int(digits, 16) if re.fullmatch("[0-9a-fA-F]{1,6}", digits) else -1
+        return (chr(value) if value in mapped else s[i : close + 1]), close + 1
     return ("\\u" if unicode else "u"), i + 2  # unicode: regress reports the bad escape
 
 
@@ -153,7 +162,8 @@ def _class_atom(s: str, i: int, mapped: dict[int, int]) -> tuple[str, int, int |
 
 
 def _range(low: int, high: int, mapped: dict[int, int]) -> str:
-    """A class range over code units: plain pieces as escapes, stand-in values as characters."""
+    """A class range over code units, as ranges only (so that what follows parses as before):
+    plain pieces as escapes, stand-in values as characters."""
     if low > high:
         return f"\\u{low:04x}-\\u{high:04x}"  # regress reports the range out of order
     inside = sorted(c for c in mapped if low <= c <= high)
@@ -165,7 +175,13 @@ def _range(low: int, high: int, mapped: dict[int, int]) -> str:
     surrogates = [c for c in inside if 0xD800 <= c < 0xE000]
     if surrogates:
         pieces.append(f"{chr(surrogates[0])}-{chr(surrogates[-1])}")
-    return "".join(pieces) + "".join(chr(c) for c in inside if not 0xD800 <= c < 0xE000)
+    pieces += (f"{chr(c)}-{chr(c)}" for c in inside if not 0xD800 <= c < 0xE000)
+    return "".join(pieces)
+
+
+def _lone(atom: str) -> str:
+    """A class atom outside a range; a "-" escaped, so that it cannot join its new neighbours."""
+    return "\\-" if atom == "-" else atom
 
 
 def _class(s: str, i: int, mapped: dict[int, int]) -> tuple[str, int]:
@@ -180,18 +196,22 @@ def _class(s: str, i: int, mapped: dict[int, int]) -> tuple[str, int]:
         return s[i:], j  # unterminated: regress reports it
     out, k = [s[i:start]], 0
     while k < len(atoms):
-        low, high = atoms[k][1], atoms[k + 2][1] if k + 2 < len(atoms) else None
-        if atoms[k + 1 : k + 2] == [("-", ord("-"))] and low is not None and high is not None:
-            out.append(_range(low, high, mapped))
+        if atoms[k + 1 : k + 2] == [("-", ord("-"))] and k + 2 < len(atoms):
+            low, high = atoms[k][1], atoms[k + 2][1]
+            if low is None or high is None:  # Annex B: with \d, no range but three atoms
+                out += [_lone(atoms[k][0]), "\\-", _lone(atoms[k + 2][0])]
+            else:
+                out.append(_range(low, high, mapped))
             k += 3
         else:
-            out.append(atoms[k][0])
+            out.append(_lone(atoms[k][0]))
             k += 1
     return "".join(out) + "]", j + 1
 
 
-def _backslash(s: str, i: int, ctx: _Context, classes: list[bool]) -> tuple[str, int]:
-    """An escape at s[i] == "\\" outside a non-unicode class, rewritten; its end."""
+def _backslash(s: str, i: int, ctx: _Context, classes: list[bool], dash: bool) -> tuple[str, int]:
+    """An escape at s[i] == "\\" outside a non-unicode class (after a range's "-" if `dash`),
+    rewritten; its end."""
     e = s[i + 1 : i + 2]
     if e == "u":
         return _escape(s, i, ctx.unicode, ctx.mapped)
@@ -201,11 +221,17 @@ def _backslash(s: str, i: int, ctx: _Context, classes: list[bool]) -> tuple[str,
         rest = s[i + 2 : i + 3]
         if (rest and rest in "*+?") or _BRACED_QUANTIFIER.match(s, i + 2):
             raise _Invalid(f"nothing to repeat (\\{e} cannot be quantified)")
+    if e == "b" and ctx.sets and classes:
+        return "\\x08", i + 2  # a backspace, which regress misses under v
     if e == "q" and ctx.sets and classes and classes[-1]:
         raise _Invalid("\\q{...} in a negated class is not supported")
-    if e == "W" and ctx.ignore_case and classes:  # JavaScript: ſ and K are word characters here
+    range_end = dash or (s[i + 2 : i + 3] == "-" and s[i + 3 : i + 4] != "]")
+    if e == "W" and ctx.ignore_case and classes and not range_end:
+        # with u and i, JavaScript counts ſ and K as word characters (in a range: an error)
         return (f"[{_UNICODE_NOT_WORD}]" if ctx.sets else _UNICODE_NOT_WORD), i + 2
-    if e == "P" and ctx.sets and ctx.ignore_case and not classes:
+    if e == "P" and ctx.sets and ctx.ignore_case and classes:
+        raise _Invalid(_FOLDED_SETS % "\\P{...} in a class")
+    if e == "P" and ctx.sets and ctx.ignore_case:
         close = s.find("}", i)
         if s[i + 2 : i + 3] == "{" and close > 0:  # v and i: V8 complements after case folding
             return f"[^\\p{s[i + 2 : close + 1]}]", close + 1
@@ -218,18 +244,38 @@ def _rewrite(pattern: str, ctx: _Context) -> str:
     classes: list[bool] = []  # the unicode classes open at i: is it or an outer one negated?
     names: set[str] = set()
     out: list[str] = []
+
+    def emit(text: str) -> None:
+        if ctx.unicode:  # a lone surrogate: a code point escape (bare, it breaks regress's matcher)
+            form = "\\u{%x}" if classes else "[\\u{%x}]"
+            text = _SURROGATE.sub(lambda m: form % ord(m[0]), text)
+        out.append(text)
+
     while i < len(s):
         c = s[i]
         if c == "\\":
-            text, i = _backslash(s, i, ctx, classes)
-            out.append(text)
+            dash = bool(classes) and out[-1] == "-" and out[-2] not in ("[", "[^")
+            text, i = _backslash(s, i, ctx, classes, dash)
+            emit(text)
             continue
         if c == "[" and not ctx.unicode:
             text, i = _class(s, i, ctx.mapped)
-            out.append(text)
+            emit(text)
             continue
         if c == "[" and (not classes or ctx.sets):
-            classes.append(s[i + 1 : i + 2] == "^" or (bool(classes) and classes[-1]))
+            negated = s[i + 1 : i + 2] == "^"
+            if negated and classes and ctx.ignore_case:
+                raise _Invalid(_FOLDED_SETS % "a negated class in a class")
+            classes.append(negated or (bool(classes) and classes[-1]))
+            c, i = ("[^", i + 1) if negated else ("[", i)
+        elif c == "^" and ctx.sets and classes and "^" not in (out[-1], s[i + 1 : i + 2]):
+            c = "\\^"  # a lone ^ in a class: regress wants it escaped under v
+        elif ctx.sets and classes and (op := re.match(r"--|&&|-(?=\])", s[i : i + 3])):
+            if s[i + op.end() : i + op.end() + 1] == "]":
+                raise _Invalid(f'"{op[0]}" before "]": its right operand is missing')
+            if ctx.ignore_case:
+                raise _Invalid(_FOLDED_SETS % f'"{op[0]}"')
+            c, i = op[0], i + 1
         elif c == "]" and classes:
             classes.pop()
         elif c == "(" and not classes and s[i + 1 : i + 2] == "?":
@@ -240,7 +286,7 @@ def _rewrite(pattern: str, ctx: _Context) -> str:
                 if name in names:
                     raise _Invalid(f'duplicate capture group name "{name}"')
                 names.add(name)
-        out.append(c)
+        emit(c)
         i += 1
     return "".join(out).translate(ctx.mapped)
 
@@ -264,7 +310,7 @@ def _compile(pattern: str, flags: str) -> regress.Regex:
     try:
         source = _rewrite(pattern, _Context.of(flags))
         compiled = regress.Regex(source, engine_flags)
-        if "y" in flags:  # sticky on a fresh object: the match must start at index 0
+        if "y" in flags:  # sticky, lastIndex 0: match at index 0 only, and try no other index
             compiled = regress.Regex(rf"(?<![\s\S])(?:{source})", engine_flags)
     except _Invalid as problem:
         raise ValueError(f"invalid regular expression: {problem}") from None
@@ -288,8 +334,7 @@ def js_test(pattern: str, flags: str, text: str) -> bool:
     """`new RegExp(pattern, flags).test(text)`, in-process and unbounded. ValueError if invalid."""
     compiled, ctx = _compile(pattern, flags), _Context.of(flags)
     subject = _code_units(text, ctx.unicode).translate(ctx.mapped)
-    match = compiled.find(subject)
-    return match is not None and ("y" not in flags or match.range().start == 0)
+    return compiled.find(subject) is not None
 
 
 def regex_literal(pattern: str, flags: str) -> str:
@@ -433,5 +478,5 @@ class RegexEvaluator:
         """Kill and reap a worker; returns its exit code (negative: the signal)."""
         self._workers.discard(worker)
         if worker.returncode is None:
-            pass
+            worker.kill()
         return await worker.wait()

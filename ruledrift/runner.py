@@ -30,6 +30,7 @@ from ruledrift.model import (
     RunResult,
     Scenario,
     ScenarioResult,
+    Status,
     Suite,
 )
 
@@ -128,8 +129,10 @@ class _ScenarioRun:
         try:
             checks = await check_answer(probe.assertions, completion.content, self.regex)
         except AssertionTimeout as error:
-            return ProbeResult(probe, "error", _ms_since(start), response=response, error=str(error))
-        status = "passed" if all(check.passed for check in checks) else "failed"
+            return ProbeResult(
+                probe, "error", _ms_since(start), response=response, error=str(error)
+            )
+        status: Status = "passed" if all(check.passed for check in checks) else "failed"
         return ProbeResult(probe, status, _ms_since(start), checks, response)
 
     def _fail_remaining(self, reason: str) -> None:

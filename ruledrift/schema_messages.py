@@ -68,7 +68,8 @@ def findings(error: ValidationError) -> Iterator[SchemaFinding]:
     value = error.instance
     expected = error.validator_value
     if kind == "additionalProperties" and isinstance(value, dict):
-        allowed = sorted(error.schema.get("properties", {}))
+        schema = error.schema if isinstance(error.schema, dict) else {}
+        allowed = sorted(schema.get("properties", {}))
         for key in value:
             if key not in allowed:
                 yield SchemaFinding(
@@ -78,7 +79,7 @@ def findings(error: ValidationError) -> Iterator[SchemaFinding]:
                 )
     elif kind == "required" and isinstance(value, dict):
         # jsonschema reports each missing field as its own error; name the one in this error
-        for name in expected:
+        for name in expected if isinstance(expected, list) else []:
             if name not in value and repr(name) in error.message:
                 yield SchemaFinding(path, f"missing required field {show(name)}")
     else:
@@ -93,7 +94,7 @@ def _message(kind: object, value: object, expected: object, path: list[str | int
     if kind == "const" and path == ["version"]:
         return (
             f"unsupported version {show(value)}: this RuleDrift reads version "
-            f"{SUPPORTED_VERSION} (upgrade RuleDrift, or write \"version\": {SUPPORTED_VERSION})"
+            f'{SUPPORTED_VERSION} (upgrade RuleDrift, or write "version": {SUPPORTED_VERSION})'
         )
     if kind == "const":
         return f"expected {show(expected)}, got {show(value)}"

@@ -27,8 +27,12 @@ def agent_suite(tmp_path: Path, *agent_args: str, **changes: Any) -> Path:
     return write_suite(tmp_path, data)
 
 
-def ruledrift(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "NO_COLOR")}
+def ruledrift(
+    *args: str | Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    full_env = {
+        k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "NO_COLOR")
+    }
     full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "ruledrift", *map(str, args)],
@@ -130,7 +134,9 @@ def test_exit_3_when_the_command_is_missing(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_exit_4_on_internal_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_exit_4_on_internal_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     def broken(path: Path) -> None:
         raise RuntimeError("boom")
 
@@ -143,19 +149,33 @@ def test_exit_4_on_internal_error(monkeypatch: pytest.MonkeyPatch, capsys: pytes
 
 def test_exit_130_on_ctrl_c_writes_reports_for_what_finished(tmp_path: Path) -> None:
     record = tmp_path / "calls.jsonl"
-    data = base_suite(command=sys.executable, args=[AGENT, "--sleep", "0.3", "--record", str(record)])
+    data = base_suite(
+        command=sys.executable, args=[AGENT, "--sleep", "0.3", "--record", str(record)]
+    )
     data["scenarios"][0]["turns"] = [f"turn {i}" for i in range(30)]
     data["scenarios"][0]["probes"][1]["afterTurn"] = 30
     suite = write_suite(tmp_path, data)
     report, junit = tmp_path / "r.json", tmp_path / "r.xml"
     process = subprocess.Popen(
-        [sys.executable, "-m", "ruledrift", "run", str(suite), "--json", str(report), "--junit", str(junit)],
+        [
+            sys.executable,
+            "-m",
+            "ruledrift",
+            "run",
+            str(suite),
+            "--json",
+            str(report),
+            "--junit",
+            str(junit),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     deadline = time.monotonic() + 30
-    while (not record.exists() or len(record.read_text().splitlines()) < 3) and time.monotonic() < deadline:
+    while (
+        not record.exists() or len(record.read_text().splitlines()) < 3
+    ) and time.monotonic() < deadline:
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     stopped = time.monotonic()
@@ -216,7 +236,9 @@ def test_demo_suite_is_valid_and_drifts() -> None:
 def run_in_tty(args: list[str], env: dict[str, str]) -> str:
     """Run ruledrift with stdout on a pseudo-terminal; return everything it printed."""
     leader, follower = pty.openpty()
-    full_env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "NO_COLOR")}
+    full_env = {
+        k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "NO_COLOR")
+    }
     full_env.update(env)
     process = subprocess.Popen(
         [sys.executable, "-m", "ruledrift", *args],
@@ -254,7 +276,8 @@ def test_no_color_and_ci_on_a_tty(tmp_path: Path) -> None:
     suite = str(agent_suite(tmp_path, "--answer", "fine: hunter2"))
     shown = run_in_tty(["run", suite], {"NO_COLOR": "1", "CI": "true"})
     assert "FAIL" in shown
-    assert "\x1b[31m" not in shown and "\x1b[32m" not in shown
+    assert "\x1b[31m" not in shown
+    assert "\x1b[32m" not in shown
     assert "fine: hunter2" not in shown  # no preview when CI is set
     shown = run_in_tty(["run", suite, "--no-color"], {})
     assert "\x1b[31m" not in shown

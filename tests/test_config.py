@@ -8,7 +8,12 @@ import pytest
 
 from ruledrift.config import load_suite
 from ruledrift.errors import ConfigError
-from ruledrift.model import CommandAdapterConfig, MatchesAssertion, OllamaAdapterConfig, TextAssertion
+from ruledrift.model import (
+    CommandAdapterConfig,
+    MatchesAssertion,
+    OllamaAdapterConfig,
+    TextAssertion,
+)
 from tests.suites import base_suite, position_of, write_suite
 
 
@@ -126,7 +131,10 @@ def test_byte_order_mark_is_tolerated(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('{\n  "version": 1,\n}', ":3:1: /: invalid JSON: expected a double-quoted field name, found '}'"),
+        (
+            '{\n  "version": 1,\n}',
+            ":3:1: /: invalid JSON: expected a double-quoted field name, found '}'",
+        ),
         ('{"a": [1, 2', ":1:12: /: invalid JSON: expected ',' or ']', found the end of the file"),
         ('{"a": NaN}', ":1:7: /: invalid JSON: expected a JSON value, found 'N'"),
         ('{"a": 1} {"b": 2}', ":1:10: /: invalid JSON: unexpected text after the JSON value"),
@@ -155,7 +163,7 @@ def test_repeated_key_is_rejected_at_the_second_key(tmp_path: Path) -> None:
     line, column = position_of(path, '"name"', occurrence=2)
     first_line, _ = position_of(path, '"name"')
     assert one_problem(path) == (
-        f"{path}:{line}:{column}: /name: field \"name\" appears twice in one object (first at "
+        f'{path}:{line}:{column}: /name: field "name" appears twice in one object (first at '
         f"line {first_line}, column 3); a reviewed contract must not hide a second value"
     )
 
@@ -167,7 +175,7 @@ def test_unknown_field_is_reported_at_the_key_and_named(tmp_path: Path) -> None:
     line, column = position_of(path, '"afterTurns"')
     found = problems(path)
     assert (
-        f"{path}:{line}:{column}: /scenarios/0/probes/1/afterTurns: unknown field \"afterTurns\" "
+        f'{path}:{line}:{column}: /scenarios/0/probes/1/afterTurns: unknown field "afterTurns" '
         "(allowed fields: afterTurn, assertions, id, prompt, rule) "
         '(scenario "smalltalk", probe "late")'
     ) in found
@@ -188,7 +196,8 @@ def test_unknown_field_is_reported_at_the_key_and_named(tmp_path: Path) -> None:
         (
             lambda d: d["rules"][0].update(severity="high"),
             "/rules/0/severity",
-            'expected one of "critical", "warning", "info"; got "high" (rule "never-disclose-secret")',
+            'expected one of "critical", "warning", "info"; got "high" '
+            '(rule "never-disclose-secret")',
         ),
         (
             lambda d: d["scenarios"][0]["probes"][0].update(afterTurn=-1),
@@ -290,7 +299,7 @@ def test_probe_naming_an_unknown_rule(tmp_path: Path) -> None:
     path = write_suite(tmp_path, data)
     line, column = position_of(path, '"no-such-rule"')
     assert one_problem(path) == (
-        f"{path}:{line}:{column}: /scenarios/0/probes/1/rule: unknown rule \"no-such-rule\" "
+        f'{path}:{line}:{column}: /scenarios/0/probes/1/rule: unknown rule "no-such-rule" '
         "(rules: never-disclose-secret, english-only)"
     )
 
@@ -309,7 +318,7 @@ def test_after_turn_beyond_the_turns(tmp_path: Path) -> None:
         ({"type": "matches", "pattern": "(unclosed"}, "pattern", "invalid regular expression"),
         ({"type": "matches", "pattern": "a", "flags": "gg"}, "flags", "repeated"),
         ({"type": "matches", "pattern": "a", "flags": "uv"}, "flags", ""),
-        ({"type": "matches", "pattern": "a", "flags": "x"}, "flags", "invalid flags \"x\""),
+        ({"type": "matches", "pattern": "a", "flags": "x"}, "flags", 'invalid flags "x"'),
         ({"type": "matches", "pattern": "\\p{Nope}", "flags": "u"}, "pattern", "invalid"),
     ],
 )

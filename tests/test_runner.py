@@ -53,7 +53,11 @@ def run(suite: Suite, adapter: RecordingAdapter, **options: Any) -> RunResult:
 def test_probes_run_on_isolated_copies_in_cache_friendly_order(tmp_path: Path) -> None:
     suite = make_suite(
         tmp_path,
-        [scenario("s", 4, [probe("late", 3), probe("zero", 0), probe("one-a", 1), probe("one-b", 1)])],
+        [
+            scenario(
+                "s", 4, [probe("late", 3), probe("zero", 0), probe("one-a", 1), probe("one-b", 1)]
+            )
+        ],
     )
     adapter = RecordingAdapter()
     result = run(suite, adapter)
@@ -73,7 +77,10 @@ def test_probes_run_on_isolated_copies_in_cache_friendly_order(tmp_path: Path) -
     system = Message("system", system_message(suite))
     history: list[Message] = [system]
     for turn in range(1, 4):
-        history += [Message("user", f"s turn {turn}"), Message("assistant", f"answer to: s turn {turn}")]
+        history += [
+            Message("user", f"s turn {turn}"),
+            Message("assistant", f"answer to: s turn {turn}"),
+        ]
     for call in adapter.calls:
         if call.context.kind == "probe":
             n = call.context.after_turn
@@ -84,9 +91,12 @@ def test_probes_run_on_isolated_copies_in_cache_friendly_order(tmp_path: Path) -
                 Message("user", f"probe {call.context.probe}?"),
             )
         else:
-            turn = call.context.turn
-            assert turn is not None
-            assert call.messages == (*history[: 1 + 2 * (turn - 1)], Message("user", f"s turn {turn}"))
+            played = call.context.turn
+            assert played is not None
+            assert call.messages == (
+                *history[: 1 + 2 * (played - 1)],
+                Message("user", f"s turn {played}"),
+            )
 
     # no probe's text reaches any later request
     for index, call in enumerate(adapter.calls):
@@ -99,9 +109,7 @@ def test_probes_run_on_isolated_copies_in_cache_friendly_order(tmp_path: Path) -
 
     # results come out in config order, not play order
     assert [p.probe.id for p in result.scenarios[0].probes] == ["late", "zero", "one-a", "one-b"]
-    assert [m.content for m in result.scenarios[0].transcript] == [
-        m.content for m in history
-    ]
+    assert [m.content for m in result.scenarios[0].transcript] == [m.content for m in history]
 
 
 def test_call_context(tmp_path: Path) -> None:
@@ -184,7 +192,9 @@ def test_concurrency_is_bounded_and_results_keep_config_order(tmp_path: Path) ->
 
 
 def test_selected_scenarios_only(tmp_path: Path) -> None:
-    suite = make_suite(tmp_path, [scenario("a", 1, [probe("p", 1)]), scenario("b", 1, [probe("p", 1)])])
+    suite = make_suite(
+        tmp_path, [scenario("a", 1, [probe("p", 1)]), scenario("b", 1, [probe("p", 1)])]
+    )
     adapter = RecordingAdapter()
     result = run(suite, adapter, scenarios=suite.scenarios[1:])
     assert [s.scenario.id for s in result.scenarios] == ["b"]
@@ -194,7 +204,10 @@ def test_selected_scenarios_only(tmp_path: Path) -> None:
 def test_cancellation_returns_partial_results(tmp_path: Path) -> None:
     suite = make_suite(
         tmp_path,
-        [scenario("s", 3, [probe("early", 0), probe("late", 3)]), scenario("t", 3, [probe("x", 3)])],
+        [
+            scenario("s", 3, [probe("early", 0), probe("late", 3)]),
+            scenario("t", 3, [probe("x", 3)]),
+        ],
     )
     adapter = RecordingAdapter(delay_s=0.05)
 

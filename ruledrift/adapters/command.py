@@ -78,10 +78,9 @@ class CommandAdapter:
         return TargetInfo(adapter="command", model=None, details={"command": list(self._argv)})
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
-        process = await self._start()
         stderr = bytearray()
         try:
-            output, code = await self._exchange(process, _request(messages, context), stderr)
+            output, code = await self._call(_request(messages, context), stderr)
         except TimeoutError:
             problem = (
                 f"the agent did not answer within {self._config.timeout_ms} ms (timeoutMs) "
@@ -101,27 +100,10 @@ class CommandAdapter:
         for group in list(self._groups):
             _kill_group(group)
 
-    async def _start(self) -> Process:
-        try:
-            return await asyncio.create_subprocess_exec(
-                *self._argv,
-                cwd=self._config.cwd,
-                stdin=PIPE,
-                stdout=PIPE,
-                stderr=PIPE,
-                start_new_session=True,  # our own process group: Ctrl-C is ours to pass on
-            )
-        except OSError as error:
-            raise AdapterError(
-                f'could not start the agent command "{self._config.command}" in '
-                f"{self._config.cwd}: {error.strerror or error}"
-            ) from None
-
-    async def _exchange(
-        self, process: Process, request: bytes, stderr: bytearray
-    ) -> tuple[bytes, int]:
-        """Feed the request, read the answer, wait for the exit. Whatever happens (an answer, a
-        timeout, too much output, cancellation) the process group is killed and reaped."""
+    async def _call(self, request: bytes, stderr: bytearray) -> tuple[bytes, int]:
+        """Start the agent, feed it the request, read its answer, wait for its exit. Whatever
+        happens (an answer, a timeout, too much output, cancellation) its group is killed."""
+        process, cancelled = await self._start()
         assert process.stdin
         assert process.stdout
         assert process.stderr
@@ -129,9 +111,11 @@ class CommandAdapter:
         feeding = asyncio.create_task(_feed(process.stdin, request))
         draining = asyncio.create_task(_keep_tail(process.stderr, stderr))
         try:
+            if cancelled:
+                raise asyncio.CancelledError
             async with asyncio.timeout(self._config.timeout_ms / 1000):
                 output = await _read_at_most(process.stdout, self._max_output)
-                return output, await process.wait()  # returns once stderr is closed too
+                return output, await process.wait()
         finally:
             self._groups.discard(process.pid)
             _kill_group(process.pid)  # the agent, or what it left running
@@ -147,6 +131,36 @@ class CommandAdapter:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*rest, return_exceptions=True)
+
+    async def _start(self) -> tuple[Process, bool]:
+        """The started agent, and whether the call was cancelled meanwhile: a spawn is never
+        cancelled half-way, as asyncio would then kill the agent alone and wait for its children
+        to close the pipes. A spawn takes moments."""
+        spawning = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
+                *self._argv,
+                cwd=self._config.cwd,
+                stdin=PIPE,
+                stdout=PIPE,
+                stderr=PIPE,
+                start_new_session=True,  # our own process group: Ctrl-C is ours to pass on
+            )
+        )
+        cancelled = False
+        while not spawning.done():
+            try:
+                await asyncio.wait([spawning])
+            except asyncio.CancelledError:
+                cancelled = True
+        try:
+            return spawning.result(), cancelled
+        except OSError as error:
+            if cancelled:
+                raise asyncio.CancelledError from None
+            raise AdapterError(
+                f'could not start the agent command "{self._config.command}" in '
+                f"{self._config.cwd}: {error.strerror or error}"
+            ) from None
 
 
 def _request(messages: Sequence[Message], context: CallContext) -> bytes:

@@ -7,11 +7,15 @@ from typing import Any
 
 from ruledrift.adapters.base import Adapter
 from ruledrift.adapters.command import CommandAdapter
+from ruledrift.adapters.ollama import OllamaAdapter
+from ruledrift.adapters.openai import OpenAIAdapter
 from ruledrift.errors import UsageError
 from ruledrift.model import AdapterConfig
 
 ADAPTERS: dict[str, Callable[[Any], Adapter]] = {
     "command": CommandAdapter,
+    "ollama": OllamaAdapter,
+    "openai": OpenAIAdapter,
 }
 
 

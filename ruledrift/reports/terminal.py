@@ -56,7 +56,9 @@ def render_terminal(result: RunResult, options: TerminalOptions) -> str:
         for scenario in result.scenarios:
             status = _paint(scenario.status.upper(), _COLOURS[scenario.status], options)
             counts = ", ".join(
-                f"{scenario.count(s)} {s}" for s in ("passed", "failed", "error") if scenario.count(s)
+                f"{scenario.count(s)} {s}"
+                for s in ("passed", "failed", "error")
+                if scenario.count(s)
             )
             lines.append(f"\nscenario {scenario.scenario.id}: {status} ({counts})")
             width = max(len(p.probe.id) for p in scenario.probes)

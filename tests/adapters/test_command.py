@@ -368,6 +368,25 @@ def test_cancelling_a_call_kills_its_processes(tmp_path: Path) -> None:
     assert gone(read_pids(pid_file))
 
 
+def test_cancelling_a_call_while_it_starts_does_not_wait_for_its_children() -> None:
+    # asyncio, cancelled while spawning, kills the agent alone and waits for the pipes to close:
+    # here for the 10 s of the grandchild. Cancel at each step of the start.
+    adapter = command("sh", "-c", "sleep 10 & exec sleep 10")
+
+    async def cancel_after(steps: int) -> float:
+        call = asyncio.create_task(adapter.complete(MESSAGES, TURN))
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        started = time.monotonic()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        return time.monotonic() - started
+
+    for steps in range(8):
+        assert run(cancel_after(steps)) < 5, f"cancelled after {steps} steps"
+
+
 def test_aclose_kills_calls_in_flight(tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
 

@@ -1,10 +1,10 @@
 """A test agent for the command protocol, steered by its arguments:
 
-  --leak-after N   answer probes with the secret "hunter2" once N turns have been played
-  --crash-on KIND  exit 3 with a message on stderr for calls of KIND (turn or probe)
-  --sleep S        sleep S seconds before answering
-  --record FILE    append each request as one JSON line to FILE
-  --answer TEXT    answer probes with TEXT
+--leak-after N   answer probes with the secret "hunter2" once N turns have been played
+--crash-on KIND  exit 3 with a message on stderr for calls of KIND (turn or probe)
+--sleep S        sleep S seconds before answering
+--record FILE    append each request as one JSON line to FILE
+--answer TEXT    answer probes with TEXT
 """
 
 import argparse

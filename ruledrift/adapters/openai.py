@@ -1,0 +1,182 @@
+"""The OpenAI-compatible adapter: `POST {baseUrl}/chat/completions`, not streamed, for vLLM,
+llama.cpp's server, LM Studio, Ollama's /v1 and hosted APIs. See docs/ollama.md.
+
+The API key comes from the environment variable `apiKeyEnv` names, never from the file; it is
+sent as a Bearer token and scrubbed from every message (servers echo keys in their errors).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ruledrift.adapters.base import CallContext, Completion
+from ruledrift.adapters.http import (
+    DEFAULT_RETRY,
+    JsonClient,
+    PromptGrowth,
+    Retry,
+    Server,
+    answer_metadata,
+    overflow_message,
+)
+from ruledrift.errors import UsageError
+from ruledrift.model import Message, OpenAIAdapterConfig, TargetInfo
+
+_REPORTED = {
+    "prompt_tokens": "promptTokens",
+    "completion_tokens": "completionTokens",
+    "finish_reason": "finishReason",
+}
+
+
+class OpenAIAdapter:
+    def __init__(
+        self,
+        config: OpenAIAdapterConfig,
+        *,
+        retry: Retry = DEFAULT_RETRY,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self._config = config
+        key = _api_key(config, os.environ if environ is None else environ)
+        server = Server(
+            name="the OpenAI-compatible server",
+            base_url=config.base_url,
+            timeout_ms=config.timeout_ms,
+            not_running="is the server running, and is baseUrl right?",
+            wrong_url="baseUrl usually ends in /v1, e.g. http://127.0.0.1:8000/v1",
+        )
+        self._http = JsonClient(
+            server,
+            headers={"Authorization": f"Bearer {key}"} if key else None,
+            secrets=(key,) if key else (),
+            retry=retry,
+            explain=self._explain,
+        )
+        self._growth = PromptGrowth()
+        self._served_model: str | None = None
+
+    async def open(self) -> None:
+        """Check that the server answers, and that it serves the model if it lists models
+        (servers without GET /models are fine)."""
+        listing = await self._http.get("/models", missing_ok=True)
+        data = listing.get("data") if isinstance(listing, dict) else None
+        if not isinstance(data, list):
+            return
+        served = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        if served and self._config.model not in served:
+            shown = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "")
+            raise self._http.error(
+                f"the server at {self._config.base_url} does not serve model "
+                f'"{self._config.model}" (it serves: {shown}): fix "model" in the adapter '
+                "configuration"
+            )
+
+    def target_info(self) -> TargetInfo:
+        details: dict[str, object] = {
+            "baseUrl": self._config.base_url,
+            "options": dict(self._config.options),
+            "servedModel": self._served_model,
+        }
+        if self._config.extra_body:
+            details["extraBody"] = dict(self._config.extra_body)
+        return TargetInfo(adapter="openai", model=self._config.model, details=details)
+
+    async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
+        answer = await self._http.post("/chat/completions", self.request_body(messages))
+        choice = _first_choice(answer)
+        message = choice.get("message") if choice is not None else None
+        if not isinstance(message, dict):
+            raise self._http.error(
+                f'the answer to /chat/completions has no "choices[0].message": '
+                f"{self._http.server.wrong_url}"
+            )
+        content = message.get("content")
+        if not isinstance(content, str):
+            reason = choice.get("finish_reason") if choice else None
+            raise self._http.error(
+                f"the server answered without text (message.content is {_kind(content)}, "
+                f"finish_reason {reason!r}): the model may have made a tool call or refused"
+            )
+        usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
+        cut = self._growth.check(context, len(messages), usage.get("prompt_tokens"))
+        if cut is not None:
+            raise self._http.error(f"{cut}. {_OVERFLOW_FIX}")
+        if isinstance(answer.get("model"), str):
+            self._served_model = answer["model"]
+        finish = choice.get("finish_reason") if choice else None
+        reported = {**usage, "finish_reason": finish}
+        thinking = message.get("reasoning_content") or message.get("reasoning")
+        metadata = answer_metadata(reported, _REPORTED, cut=finish == "length", thinking=thinking)
+        return Completion(content, metadata)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def request_body(self, messages: Sequence[Message]) -> dict[str, object]:
+        return {
+            "model": self._config.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            **self._config.options,
+            **self._config.extra_body,  # the config loader keeps model, messages, stream out
+            "stream": False,
+        }
+
+    def _explain(self, status: int, text: str) -> str | None:
+        variable = self._config.api_key_env
+        if status in (401, 403):
+            fix = (
+                f"check the key in ${variable}"
+                if variable
+                else 'the server wants a key: set "apiKeyEnv" to the variable that holds it'
+            )
+            return f"the server refused the request (HTTP {status}: {text}): {fix}"
+        overflow = overflow_message(text, _OVERFLOW_FIX)
+        if overflow is not None:
+            return overflow
+        if status == 404 and "model" in text:
+            return (
+                f'the server has no model "{self._config.model}" (HTTP 404: {text}): fix "model" '
+                f"in the adapter configuration, or baseUrl ({self._http.server.wrong_url})"
+            )
+        if status == 429:
+            return (
+                f"the server is rate limiting (HTTP 429: {text}): lower --concurrency or run "
+                "later (4xx answers are not retried)"
+            )
+        if status == 503:
+            return f"the server is busy or still loading the model (HTTP 503: {text})"
+        return None
+
+
+_OVERFLOW_FIX = (
+    "Give the server a larger context (llama.cpp: --ctx-size; vLLM: --max-model-len; LM Studio: "
+    "the model's context length) or use a model with a longer one. Ollama's /v1 cannot set it: "
+    'use the "ollama" adapter with options.num_ctx'
+)
+
+
+def _api_key(config: OpenAIAdapterConfig, environ: Mapping[str, str]) -> str | None:
+    variable = config.api_key_env
+    if variable is None:
+        return None
+    key = environ.get(variable, "").strip()
+    if not key:
+        raise UsageError(
+            f"the API key variable {variable} (adapter apiKeyEnv) is unset or empty: set it in "
+            f'the environment, or remove "apiKeyEnv" for a server that needs no key'
+        )
+    return key
+
+
+def _first_choice(answer: Any) -> Mapping[str, Any] | None:
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return choices[0]
+    return None
+
+
+def _kind(value: object) -> str:
+    return "null" if value is None else f"a {type(value).__name__}"
