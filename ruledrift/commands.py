@@ -133,8 +133,10 @@ async def _execute(
                 events=events,
             )
         finally:
-            await adapter.aclose()
-            await regex.aclose()
+            try:
+                await adapter.aclose()
+            finally:
+                await regex.aclose()
 
 
 def pull(args: argparse.Namespace) -> ExitCode:

@@ -1,0 +1,170 @@
+"""`--model`, `--base-url`, `--start-ollama`, `--models-dir` and `ruledrift pull`, through the
+real CLI in a subprocess, against the loopback Ollama fake and the stand-in `ollama`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ollama_fake import OLLAMA_BIN, FakeOllama
+from tests.suites import base_suite, write_suite
+
+
+def ollama_suite(tmp_path: Path, **adapter: Any) -> Path:
+    data = base_suite()
+    data["adapter"] = {"type": "ollama", "model": "qwen3:1.7b", **adapter}
+    return write_suite(tmp_path, data)
+
+
+def ruledrift(
+    *args: str | Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("CI", "GITHUB_"))}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "ruledrift", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=120,
+        check=False,
+    )
+
+
+def with_stand_in(extra: dict[str, str] | None = None) -> dict[str, str]:
+    path = f"{OLLAMA_BIN.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {"PATH": path, **(extra or {})}
+
+
+def test_model_and_base_url_override_the_config(tmp_path: Path) -> None:
+    suite = ollama_suite(tmp_path, model="not-pulled:1b", baseUrl="http://127.0.0.1:9")
+    report = tmp_path / "r.json"
+    with FakeOllama(models=["llama3.2:1b"]) as server:
+        done = ruledrift(
+            "run", suite, "--model", "llama3.2:1b", "--base-url", server.base_url, "--json", report
+        )
+        models = {r.body.get("model") for r in server.requests if r.path == "/api/chat"}
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert models == {"llama3.2:1b"}
+    target = json.loads(report.read_text())["target"]
+    assert target["model"] == "llama3.2:1b"
+    assert target["details"]["baseUrl"] == server.base_url
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--model", "x"), "--model does not apply to the command adapter"),
+        (("--base-url", "http://127.0.0.1:1"), "--base-url does not apply to the command adapter"),
+        (("--start-ollama",), "--start-ollama needs the ollama adapter"),
+    ],
+)
+def test_target_flags_with_a_command_suite_are_usage_errors(
+    tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    done = ruledrift("run", write_suite(tmp_path, base_suite()), *args)
+    assert done.returncode == 2
+    assert message in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--base-url", "ftp://x"), "--base-url: expected an http:// or https:// URL"),
+        (("--base-url", "http://u:pw-4711@x"), "embedded credentials are rejected"),
+        (("--models-dir", "m"), "--models-dir goes with --start-ollama"),
+        (("--start-ollama", "--base-url", "http://x"), "exclude each other"),
+    ],
+)
+def test_bad_target_flags(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    done = ruledrift("run", ollama_suite(tmp_path), *args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "pw-4711" not in done.stderr
+
+
+def test_start_ollama_pulls_runs_and_stops(tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    report = tmp_path / "r.json"
+    suite = ollama_suite(tmp_path, baseUrl="http://127.0.0.1:9")  # ignored: the sidecar wins
+    done = ruledrift(
+        "run",
+        suite,
+        "--start-ollama",
+        "--models-dir",
+        models,
+        "--concurrency",
+        "3",
+        "--json",
+        report,
+        env=with_stand_in(),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "success" in done.stderr  # pull progress, plain lines off a TTY
+    record = json.loads((models / "fake-ollama-env.json").read_text())
+    assert record["env"]["OLLAMA_MODELS"] == str(models)
+    assert record["env"]["OLLAMA_NUM_PARALLEL"] == "3"
+    host = record["env"]["OLLAMA_HOST"]
+    assert host.startswith("127.0.0.1:")
+    assert json.loads(report.read_text())["target"]["details"]["baseUrl"] == f"http://{host}"
+    with pytest.raises(ProcessLookupError):
+        os.kill(record["pid"], 0)  # the server is gone
+
+    # the model is in --models-dir now: the next run does not pull it again
+    again = ruledrift("run", suite, "--start-ollama", "--models-dir", models, env=with_stand_in())
+    assert again.returncode == 0
+    assert "pulling" not in again.stderr
+
+
+def test_start_ollama_failure_is_exit_3_with_the_log(tmp_path: Path) -> None:
+    done = ruledrift(
+        "run",
+        ollama_suite(tmp_path),
+        "--start-ollama",
+        "--models-dir",
+        tmp_path / "models",
+        env=with_stand_in({"FAKE_OLLAMA_MODE": "exit"}),
+    )
+    assert done.returncode == 3
+    assert "ollama serve log" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_start_ollama_without_ollama_installed(tmp_path: Path) -> None:
+    done = ruledrift(
+        "run",
+        ollama_suite(tmp_path),
+        "--start-ollama",
+        "--models-dir",
+        tmp_path / "m",
+        env={"PATH": os.path.dirname(sys.executable), "RULEDRIFT_OLLAMA_BIN": ""},
+    )
+    assert done.returncode == 3
+    assert "install Ollama" in done.stderr
+
+
+def test_pull_command(tmp_path: Path) -> None:
+    suite, models = ollama_suite(tmp_path), tmp_path / "models"
+    first = ruledrift("pull", suite, "--start-ollama", "--models-dir", models, env=with_stand_in())
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == "qwen3:1.7b: pulled\n"
+    second = ruledrift("pull", suite, "--start-ollama", "--models-dir", models, env=with_stand_in())
+    assert second.stdout == "qwen3:1.7b: already present\n"
+    with FakeOllama(models=[]) as server:
+        third = ruledrift("pull", suite, "--base-url", server.base_url, "--model", "llama3.2:1b")
+    assert (third.returncode, third.stdout) == (0, "llama3.2:1b: pulled\n")
+
+
+def test_pull_of_an_unknown_model_is_exit_3(tmp_path: Path) -> None:
+    with FakeOllama(models=[]) as server:
+        done = ruledrift(
+            "pull", ollama_suite(tmp_path), "--base-url", server.base_url, "--model", "nope:1b"
+        )
+    assert done.returncode == 3
+    assert "file does not exist" in done.stderr
