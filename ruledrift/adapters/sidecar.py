@@ -3,7 +3,7 @@
 The server starts in a session of its own on a free loopback port, logs to a file in a temporary
 directory, and is always stopped: SIGTERM to its process group, SIGKILL after a grace period, also
 when the run fails or is cancelled. Every failure is an `AdapterError` that quotes the server's log.
-The lifecycle and its failure modes are described in docs/sidecar.md."""
+The lifecycle and its failure modes are described in docs/ollama.md (Managed Ollama sidecar)."""
 
 from __future__ import annotations
 
