@@ -20,7 +20,7 @@ PROTOCOL = "ruledrift.command.v1"
 MAX_OUTPUT_BYTES = 10_000_000  # stdout cap per call: the agent is killed as soon as it writes more
 STDERR_TAIL_LINES = 20  # how much of stderr an error message quotes, at most
 STDERR_TAIL_CHARS = 2000
-_STDERR_KEEP_BYTES = 4 * STDERR_TAIL_CHARS  # stderr is drained into a buffer this size
+_STDERR_KEEP_BYTES = 4 * STDERR_TAIL_CHARS  # stderr's last bytes: 4 per UTF-8 character at most
 _CHUNK = 64 * 1024
 _CLEANUP_SECONDS = 2.0  # after the kill, how long to wait for the pipes to close and the exit
 
@@ -82,18 +82,12 @@ class CommandAdapter:
         try:
             output, code = await self._call(_request(messages, context), stderr)
         except TimeoutError:
-            problem = (
-                f"the agent did not answer within {self._config.timeout_ms} ms (timeoutMs) "
-                "and was killed"
-            )
-            raise AdapterError(_with_stderr(problem, stderr)) from None
+            problem = f"did not answer within {self._config.timeout_ms} ms (timeoutMs)"
         except _OutputTooLarge:
-            problem = (
-                f"the agent wrote more than {self._max_output:,} bytes to stdout (the limit) "
-                "and was killed"
-            )
-            raise AdapterError(_with_stderr(problem, stderr)) from None
-        return _answer(output, code, stderr)
+            problem = f"wrote more than {self._max_output:,} bytes to stdout (the limit)"
+        else:
+            return _answer(output, code, stderr)
+        raise AdapterError(_with_stderr(f"the agent {problem} and was killed", stderr))
 
     async def aclose(self) -> None:
         """Kill the agents of calls still in flight (those calls then fail with AdapterError)."""

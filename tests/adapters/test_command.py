@@ -198,10 +198,17 @@ def test_a_crash_shows_the_exit_code_and_the_tail_of_stderr() -> None:
     assert len(stderr.splitlines()) == 21  # the heading and 20 lines
 
 
+# Starts in a moment, even on a busy machine: its pids are written long before the timeout.
+HANG = (
+    'sleep 600 & echo $$ $! >"$0.partial" && mv "$0.partial" "$0"; '
+    "echo thinking very hard >&2; exec sleep 600"
+)
+
+
 def test_a_hanging_agent_and_its_children_are_killed_at_the_timeout(tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
     started = time.monotonic()
-    message = failure(agent("hang", str(pid_file), timeout_ms=300))
+    message = failure(command("sh", "-c", HANG, str(pid_file), timeout_ms=300))
     assert time.monotonic() - started < 5
     assert message.startswith("the agent did not answer within 300 ms (timeoutMs)")
     assert "thinking very hard" in message

@@ -178,8 +178,10 @@ def test_ollama_adapter_against_a_real_model(
         assert probe["metadata"]["evalCount"] > 0
 
 
-# A conversation that outgrows a 256-token context on its second turn: the first turn fits
-# (about 190 prompt tokens), the second cannot (over 270 even before the first answer).
+# A conversation that outgrows a 256-token context on its second turn. Measured with SmolLM2's
+# tokenizer: turn 1 sends 219 prompt tokens (so its answer gets at most 37); turn 2 needs 293+
+# tokens; without its first message it needs at most 138, fewer than turn 1: a server that drops
+# old messages silently makes the prompt shrink, which the adapter must notice.
 OVERFLOW: dict[str, Any] = {
     "version": 1,
     "name": "e2e: context overflow",
@@ -188,8 +190,8 @@ OVERFLOW: dict[str, Any] = {
         {
             "id": "long-notes",
             "turns": [
-                "Please keep these notes: " + "alpha beta gamma delta " * 35,
-                "And these as well: " + "epsilon zeta eta theta " * 20,
+                "Please keep these notes: " + "alpha beta gamma delta " * 45,
+                "And these as well: " + "alpha beta gamma delta " * 14,
             ],
             "probes": [
                 {
