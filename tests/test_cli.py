@@ -15,6 +15,7 @@ import pytest
 
 from ruledrift import __version__, cli
 from ruledrift.config import load_suite
+from tests.cli_process import ruledrift
 from tests.suites import base_suite, write_suite
 
 AGENT = str(Path(__file__).parent / "agents" / "scripted.py")
@@ -25,23 +26,6 @@ def agent_suite(tmp_path: Path, *agent_args: str, **changes: Any) -> Path:
     data = base_suite(command=sys.executable, args=[AGENT, *agent_args])
     data.update(changes)
     return write_suite(tmp_path, data)
-
-
-def ruledrift(
-    *args: str | Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = {
-        k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "NO_COLOR")
-    }
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "ruledrift", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_exit_0_when_every_probe_passes(tmp_path: Path) -> None:

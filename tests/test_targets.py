@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli_process import ruledrift
 from tests.ollama_fake import OLLAMA_BIN, FakeOllama
 from tests.suites import base_suite, write_suite
 
@@ -20,21 +20,6 @@ def ollama_suite(tmp_path: Path, **adapter: Any) -> Path:
     data = base_suite()
     data["adapter"] = {"type": "ollama", "model": "qwen3:1.7b", **adapter}
     return write_suite(tmp_path, data)
-
-
-def ruledrift(
-    *args: str | Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("CI", "GITHUB_"))}
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "ruledrift", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=120,
-        check=False,
-    )
 
 
 def with_stand_in(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -14,6 +14,7 @@ from asyncio.subprocess import PIPE, Process
 from collections.abc import Sequence
 
 from ruledrift.adapters.base import AdapterError, CallContext, Completion
+from ruledrift.adapters.processes import describe_exit
 from ruledrift.model import CommandAdapterConfig, Message, TargetInfo
 
 PROTOCOL = "ruledrift.command.v1"
@@ -219,14 +220,15 @@ def _answer(output: bytes, code: int, stderr: bytes | bytearray) -> Completion:
     try:
         response = _parse(output)
     except _BadOutput as bad:
-        raise AdapterError(_with_stderr(str(bad) if code == 0 else _exit(code), stderr)) from None
+        problem = str(bad) if code == 0 else f"the agent {describe_exit(code)}"
+        raise AdapterError(_with_stderr(problem, stderr)) from None
     error = response.get("error")
     if error is not None:
         text = error if isinstance(error, str) else json.dumps(error)
-        exit_note = "" if code == 0 else f" ({_exit(code)})"
+        exit_note = "" if code == 0 else f" (the agent {describe_exit(code)})"
         raise AdapterError(_with_stderr(f"the agent reported an error: {text}{exit_note}", stderr))
     if code != 0:
-        raise AdapterError(_with_stderr(_exit(code), stderr))
+        raise AdapterError(_with_stderr(f"the agent {describe_exit(code)}", stderr))
     content = response.get("content")
     if not isinstance(content, str):
         problem = (
@@ -260,16 +262,6 @@ def _parse(output: bytes) -> dict[str, object]:
     if not isinstance(response, dict):
         raise _BadOutput(f"the agent's output is JSON but not an object: {text[:80]!r}")
     return response
-
-
-def _exit(code: int) -> str:
-    if code >= 0:
-        return f"the agent exited with code {code}"
-    try:
-        name = signal.Signals(-code).name
-    except ValueError:
-        name = str(-code)
-    return f"the agent was killed by signal {name}"
 
 
 def _with_stderr(message: str, stderr: bytes | bytearray) -> str:

@@ -85,7 +85,7 @@ class JsonClient:
             base_url=server.base_url,
             headers={"User-Agent": f"ruledrift/{ruledrift.__version__}", **(headers or {})},
             timeout=httpx.Timeout(limit_s + 1),  # a backstop: the deadline is `limit_s`
-            trust_env=not _is_loopback(server.base_url),  # no proxy between us and a local server
+            trust_env=not is_loopback(server.base_url),  # no proxy between us and a local server
         )
 
     async def get(self, path: str, *, missing_ok: bool = False) -> Any:
@@ -147,7 +147,7 @@ class JsonClient:
             except httpx.HTTPError as error:
                 raise self.error(
                     f"the connection to {self.server.name} at {self.server.base_url} failed "
-                    f"during {method} {path}: {_describe(error)}"
+                    f"during {method} {path}: {describe_error(error)}"
                 ) from None
             else:
                 if response.status_code not in RETRY_STATUSES or last:
@@ -158,7 +158,8 @@ class JsonClient:
     def _connect_error(self, error: httpx.ConnectError) -> AdapterError:
         return self.error(
             f"could not connect to {self.server.name} at {self.server.base_url}: "
-            f"{self.server.not_running} ({_describe(error)}; tried {self._retry.attempts} times)"
+            f"{self.server.not_running} ({describe_error(error)}; "
+            f"tried {self._retry.attempts} times)"
         )
 
     def _status_error(self, response: httpx.Response, method: str, path: str) -> AdapterError:
@@ -233,7 +234,8 @@ class PromptGrowth:
         return None
 
 
-def _is_loopback(url: str) -> bool:
+def is_loopback(url: str) -> bool:
+    """Whether the URL's host is loopback (proxy variables never apply to it)."""
     host = urlsplit(url).hostname or ""
     if host == "localhost":
         return True
@@ -243,7 +245,9 @@ def _is_loopback(url: str) -> bool:
         return False
 
 
-def _describe(error: httpx.HTTPError) -> str:
+def describe_error(error: httpx.HTTPError) -> str:
+    if isinstance(error, httpx.TimeoutException) and not str(error):
+        return "timed out"
     return str(error) or type(error).__name__
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import os
 import shutil
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import httpx
 
+from ruledrift.adapters.http import describe_error, error_text, is_loopback
+from ruledrift.adapters.processes import describe_exit
 from ruledrift.errors import AdapterError
 
 BIN_VARIABLE = "RULEDRIFT_OLLAMA_BIN"
@@ -134,7 +135,7 @@ class OllamaSidecar:
         """An AdapterError for `problem`, saying whether the server exited, with its log tail."""
         code = self.returncode
         if code is not None and not self._stopping:
-            problem += f" (ollama serve {_exit(code)})"
+            problem += f" (ollama serve {describe_exit(code)})"
         return self._with_log(problem)
 
     def _with_log(self, problem: str) -> AdapterError:
@@ -147,7 +148,7 @@ class OllamaSidecar:
         after the run to tell "the model failed" from "the server died"."""
         code = self.returncode
         if code is not None and not self._stopping:
-            raise self._with_log(f"ollama serve {_exit(code)} during the run")
+            raise self._with_log(f"ollama serve {describe_exit(code)} during the run")
 
     async def ensure_model(self, model: str, on_progress: Callable[[PullProgress], None]) -> bool:
         """The module's `ensure_model` against this server; its errors quote the server's log."""
@@ -200,7 +201,7 @@ class OllamaSidecar:
                     if "address already in use" in self.log_tail().lower():
                         raise _PortTaken
                     code = self._exited.result()
-                    raise self._with_log(f"ollama serve {_exit(code)} before it was ready")
+                    raise self._with_log(f"ollama serve {describe_exit(code)} before it was ready")
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise self.error_with_log(
@@ -210,7 +211,7 @@ class OllamaSidecar:
                 try:
                     response = await self._ask_version(client, min(_READY_TRY_S, remaining))
                 except httpx.HTTPError as error:
-                    last = _describe(error)
+                    last = describe_error(error)
                 else:
                     if response is None:  # the process exited: said at the top of the loop
                         continue
@@ -401,37 +402,22 @@ def _signal_group(group: int, sig: signal.Signals) -> None:
 
 
 def _client(base_url: str, timeout: httpx.Timeout) -> httpx.AsyncClient:
-    # Proxy variables apply to remote servers only: a loopback server is never behind a proxy.
-    host = httpx.URL(base_url).host
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    return httpx.AsyncClient(base_url=base_url, timeout=timeout, trust_env=not loopback)
+    return httpx.AsyncClient(
+        base_url=base_url, timeout=timeout, trust_env=not is_loopback(base_url)
+    )
 
 
 def _connection_error(base_url: str, doing: str, error: httpx.HTTPError) -> AdapterError:
     if isinstance(error, httpx.ConnectError):
         return AdapterError(
-            f"could not connect to Ollama at {base_url} to {doing}: {_describe(error)} "
+            f"could not connect to Ollama at {base_url} to {doing}: {describe_error(error)} "
             "(is the server running there?)"
         )
-    return AdapterError(f"Ollama at {base_url} failed to {doing}: {_describe(error)}")
-
-
-def _describe(error: httpx.HTTPError) -> str:
-    if isinstance(error, httpx.TimeoutException):
-        return "timed out"
-    return str(error) or type(error).__name__
+    return AdapterError(f"Ollama at {base_url} failed to {doing}: {describe_error(error)}")
 
 
 def _error_text(response: httpx.Response) -> str:
-    try:
-        message = response.json().get("error")
-    except (ValueError, AttributeError):
-        message = None
-    text = message if isinstance(message, str) else response.text[:200]
-    return f"{text} (HTTP {response.status_code})"
+    return f"{error_text(response)} (HTTP {response.status_code})"
 
 
 def _version(response: httpx.Response) -> str | None:
@@ -443,13 +429,3 @@ def _version(response: httpx.Response) -> str | None:
 
 def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _exit(code: int) -> str:
-    if code >= 0:
-        return f"exited with code {code}"
-    try:
-        name = signal.Signals(-code).name
-    except ValueError:
-        name = str(-code)
-    return f"was killed by signal {name}"

@@ -17,6 +17,7 @@ import pytest
 from ruledrift.adapters.base import AdapterError, CallContext, Completion
 from ruledrift.adapters.command import MAX_OUTPUT_BYTES, PROTOCOL, CommandAdapter
 from ruledrift.model import CommandAdapterConfig, Message
+from tests.processes import alive
 
 AGENTS = Path(__file__).resolve().parent / "agents"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "command-adapter"
@@ -62,21 +63,6 @@ def failure(adapter: CommandAdapter, context: CallContext = TURN) -> str:
     with pytest.raises(AdapterError) as raised:
         complete(adapter, context)
     return str(raised.value)
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie, dead but not yet reaped by its new parent, does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc: ask the kernel
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
 def gone(pids: list[int], within: float = 5.0) -> bool:

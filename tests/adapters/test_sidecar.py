@@ -32,6 +32,7 @@ from ruledrift.adapters.sidecar import (
 )
 from ruledrift.errors import AdapterError
 from tests.ollama_fake import OLLAMA_BIN, PULL_MISSING, FakeOllama, Fault
+from tests.processes import alive
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG = 30.0  # an upper bound that only says "did not hang"
@@ -58,21 +59,6 @@ def settings(models: Path, **changes: Any) -> SidecarSettings:
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coroutine)
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie, dead but not yet reaped by its new parent, does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc: ask the kernel
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
 def gone(*pids: int, within: float = 5.0) -> bool:
