@@ -78,10 +78,16 @@ class _ScenarioRun:
     results: dict[str, ProbeResult] = field(default_factory=dict)
     transcript: list[Message] = field(default_factory=list)
     calls: int = 0
-    started: float | None = None
+    duration_ms: int = 0
 
     async def play(self) -> None:
-        self.started = time.monotonic()
+        started = time.monotonic()
+        try:
+            await self._play()
+        finally:
+            self.duration_ms = _ms_since(started)
+
+    async def _play(self) -> None:
         scenario = self.scenario
         self.transcript = [Message("system", system_message(self.suite))]
         at_boundary: dict[int, list[Probe]] = {}
@@ -147,7 +153,7 @@ class _ScenarioRun:
             scenario=self.scenario,
             probes=tuple(self.results[p.id] for p in self.scenario.probes),
             model_calls=self.calls,
-            duration_ms=_ms_since(self.started) if self.started is not None else 0,
+            duration_ms=self.duration_ms,
             transcript=tuple(self.transcript),
         )
 
