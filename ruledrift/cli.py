@@ -95,6 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--quiet", action="store_true", help="print only the summary")
     run.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
+    run.add_argument(
+        "--github",
+        choices=("auto", "off"),
+        default="auto",
+        help="annotations and a job summary on GitHub Actions: auto (when GITHUB_ACTIONS is "
+        "true; the default) or off",
+    )
     _target_arguments(run)
 
     pull = commands.add_parser(

@@ -16,6 +16,7 @@ from ruledrift.config import load_suite, schema_text
 from ruledrift.errors import ExitCode, UsageError
 from ruledrift.jsregex import RegexEvaluator
 from ruledrift.model import AdapterConfig, RunResult, Scenario, Suite
+from ruledrift.reports import github
 from ruledrift.reports.files import write_atomic
 from ruledrift.reports.json_report import render_json
 from ruledrift.reports.junit import render_junit
@@ -79,7 +80,8 @@ def _terminal_options(args: argparse.Namespace) -> TerminalOptions:
         colour=tty and not args.no_color and not os.environ.get("NO_COLOR"),
         previews=args.include_responses or (tty and not os.environ.get("CI")),
         quiet=args.quiet,
-        stop_commands=os.environ.get("GITHUB_ACTIONS") == "true",
+        # on GitHub, `run` wraps the whole report in one stop-commands block instead
+        stop_commands=False,
     )
 
 
@@ -103,10 +105,22 @@ def run(args: argparse.Namespace) -> ExitCode:
             progress.clear()
     for name, path in reports.items():
         write_atomic(path, REPORTERS[name](result, include_responses=args.include_responses))
-    sys.stdout.write(render_terminal(result, _terminal_options(args)))
+    terminal = render_terminal(result, _terminal_options(args))
+    # GitHub reads workflow commands from the log: no text in the report (answer previews,
+    # errors quoting an agent's output) may run one, even with --github off
+    on_github = github.enabled(os.environ)
+    sys.stdout.write(github.stop_commands(terminal) if on_github else terminal)
     for name, path in reports.items():
         print(f"{name} report: {path}")
+    if on_github and args.github == "auto":
+        github.publish(result, overrides=_overrides(args), environ=os.environ, out=sys.stdout)
     return exit_code(result)
+
+
+def _overrides(args: argparse.Namespace) -> list[str]:
+    """The target options a reproduction command must repeat."""
+    given = [("--model", args.model), ("--base-url", args.base_url)]
+    return [part for option, value in given if value for part in (option, value)]
 
 
 async def _execute(

