@@ -229,7 +229,7 @@ def test_hostile_agent_errors_run_no_command(tmp_path: Path) -> None:
         "import sys\n"
         "sys.stdin.read()\n"
         "sys.stderr.write('##[add-mask]x\\n::error::pwned\\r::set-output name=a::b\\n')\n"
-        "print('{\"error\": \"::error::pwned\\\\n##[error]pwned %0A::warning::x\"}')\n",
+        'print(\'{"error": "::error::pwned\\\\n##[error]pwned %0A::warning::x"}\')\n',
         encoding="utf-8",
     )
     repo = Workspace(tmp_path)
@@ -240,8 +240,8 @@ def test_hostile_agent_errors_run_no_command(tmp_path: Path) -> None:
     assert done.returncode == 3
     assert "the agent reported an error" in done.stdout
     ours = assert_only_our_commands(done)
-    assert len(ours) == 1  # the failed turn errors both probes: one at turn 0, one after
-    assert ours[0].startswith("::error ")
+    # the probe at turn 0 errors, then turn 1 does, which errors the probe after it
+    assert [line.split(" ")[0] for line in ours] == ["::error", "::error"]
     assert "%250A::warning::x" in ours[0]  # a literal %0A stays literal
     summary = repo.summary.read_text(encoding="utf-8")
     assert "&#35;" not in summary  # (no over-escaping of plain text)

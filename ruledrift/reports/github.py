@@ -23,6 +23,7 @@ from ruledrift.model import ProbeResult, RunResult, Severity, Status
 ANNOTATIONS_PER_LEVEL = 10  # GitHub keeps the first 10 errors, warnings and notices of a step
 MESSAGE_MAX_CHARS = 4096  # GitHub cuts an annotation's message there
 SUMMARY_MAX_BYTES = 900 * 1024  # GitHub drops a step summary over 1 MiB
+SUMMARY_MIN_BYTES = 32 * 1024  # less room than this left in the file: no summary at all
 CELL_MAX_CHARS = 500
 RERUN_MAX_SCENARIOS = 50
 
@@ -197,7 +198,6 @@ def render_summary(
 
 # --- summary sections ------------------------------------------------------------------------
 
-SUMMARY_MIN_BYTES = 32 * 1024
 _CUT_NOTE = (
     "> **Note:** this summary was cut to stay under GitHub's 1 MiB limit for a step summary. "
     "The log lists every probe; `--json` writes the full report.\n\n"
@@ -359,7 +359,7 @@ def rerun_command(config: str, result: RunResult, overrides: Sequence[str]) -> s
     argv = ["ruledrift", "run", config]
     for scenario in failed[:RERUN_MAX_SCENARIOS]:
         argv += ["--scenario", scenario]
-    return shlex.join([*argv, *overrides])
+    return _SURROGATE.sub("\ufffd", shlex.join([*argv, *overrides]))
 
 
 def markdown(text: str, limit: int = CELL_MAX_CHARS) -> str:
