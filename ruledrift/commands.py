@@ -80,8 +80,6 @@ def _terminal_options(args: argparse.Namespace) -> TerminalOptions:
         colour=tty and not args.no_color and not os.environ.get("NO_COLOR"),
         previews=args.include_responses or (tty and not os.environ.get("CI")),
         quiet=args.quiet,
-        # on GitHub, `run` wraps the whole report in one stop-commands block instead
-        stop_commands=False,
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import secrets
 import time
 from dataclasses import dataclass
 from typing import TextIO
@@ -22,7 +21,6 @@ class TerminalOptions:
     colour: bool = False
     previews: bool = False  # show a short preview of failed answers
     quiet: bool = False  # only the summary line
-    stop_commands: bool = False  # wrap answer text so GitHub cannot read workflow commands in it
 
 
 def _paint(text: str, code: str, options: TerminalOptions) -> str:
@@ -98,11 +96,7 @@ def _probe_lines(result: ProbeResult, width: int, options: TerminalOptions) -> l
     if result.error:
         lines.append(f"{indent}error: {safe_text(result.error)}")
     if options.previews and result.status != "passed" and result.response is not None:
-        shown = f"{indent}answer: {preview(result.response.text)}"
-        if options.stop_commands:
-            token = secrets.token_hex(16)
-            shown = f"::stop-commands::{token}\n{shown}\n::{token}::"
-        lines.append(shown)
+        lines.append(f"{indent}answer: {preview(result.response.text)}")
     return lines
 
 
