@@ -21,6 +21,7 @@ from ruledrift.adapters.http import (
     answer_metadata,
     overflow_message,
 )
+from ruledrift.adapters.ollama_names import full_model_name
 from ruledrift.model import Message, OllamaAdapterConfig, TargetInfo
 
 _REPORTED = {
@@ -120,11 +121,11 @@ class OllamaAdapter:
             raise self._http.error(
                 f"GET /api/tags gave no model list: {self._http.server.wrong_url}"
             )
-        wanted = _full_name(self._config.model)
+        wanted = full_model_name(self._config.model)
         for model in models:
             if isinstance(model, dict) and wanted in (
-                _full_name(str(model.get("name"))),
-                _full_name(str(model.get("model"))),
+                full_model_name(str(model.get("name"))),
+                full_model_name(str(model.get("model"))),
             ):
                 digest = model.get("digest")
                 return digest if isinstance(digest, str) else None
@@ -177,10 +178,6 @@ class OllamaAdapter:
             f'Raise "num_ctx" in the adapter\'s "options" ({now}) to hold the longest '
             "conversation plus its answer; see docs/ollama.md"
         )
-
-
-def _full_name(name: str) -> str:
-    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
 
 
 def _metadata(answer: Mapping[str, Any], message: Mapping[str, Any]) -> dict[str, object]:

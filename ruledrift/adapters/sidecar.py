@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 
 from ruledrift.adapters.http import describe_error, error_text, is_loopback
+from ruledrift.adapters.ollama_names import full_model_name
 from ruledrift.adapters.processes import describe_exit
 from ruledrift.errors import AdapterError
 
@@ -276,7 +277,7 @@ class OllamaSidecar:
 async def has_model(base_url: str, model: str) -> bool:
     """Whether the server at `base_url` has `model` (names compared as Ollama does: `qwen3` is
     `qwen3:latest`, `qwen3:1.7b` is `registry.ollama.ai/library/qwen3:1.7b`)."""
-    wanted = _full_name(model)
+    wanted = full_model_name(model)
     async with _client(base_url, _TIMEOUT) as client:
         try:
             response = await client.get("/api/tags")
@@ -294,7 +295,7 @@ async def has_model(base_url: str, model: str) -> bool:
                 f"Ollama at {base_url} answered GET /api/tags with something other than a "
                 f"model list: {response.text[:80]!r}"
             ) from None
-    return any(isinstance(name, str) and _full_name(name) == wanted for name in names)
+    return any(isinstance(name, str) and full_model_name(name) == wanted for name in names)
 
 
 async def pull_model(
@@ -347,16 +348,6 @@ def _progress(line: str, failed: str, on_progress: Callable[[PullProgress], None
     )
     on_progress(event)
     return event
-
-
-def _full_name(name: str) -> str:
-    """`qwen3` → `registry.ollama.ai/library/qwen3:latest`; names compare case-insensitively."""
-    name = name.strip().lower()
-    if ":" not in name.rpartition("/")[2]:
-        name += ":latest"
-    parts = name.split("/")
-    defaults = ["registry.ollama.ai", "library"]
-    return "/".join([*defaults[: max(0, 3 - len(parts))], *parts])
 
 
 # --- helpers ------------------------------------------------------------------------------------
