@@ -78,7 +78,7 @@ SHELLS = frozenset({"sh", "bash", "dash", "ash", "busybox"})
 PROBE_TIMEOUT_S = 2.0
 
 
-# --- inputs -----------------------------------------------------------------------------------
+# --- inputs ---------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -130,16 +130,6 @@ def is_action(argv: Sequence[str], environ: Mapping[str, str]) -> bool:
     return environ.get("GITHUB_ACTIONS") == "true" and has_inputs and not argv
 
 
-def _boolean(inputs: Mapping[str, str], name: str, problems: list[Problem]) -> bool:
-    value = inputs[name]
-    if value in BOOLEANS:
-        return BOOLEANS[value]
-    problems.append(
-        Problem(name, f'input "{name}" must be true or false, got {value!r}: set `{name}: true`')
-    )
-    return False
-
-
 def _own_option(token: str) -> str | None:
     """The input that replaces `token` when it is (an abbreviation of) one of OWN_OPTIONS."""
     name = token.split("=", 1)[0]
@@ -151,100 +141,112 @@ def _own_option(token: str) -> str | None:
     return None
 
 
-def parse_inputs(inputs: Mapping[str, str], cwd: Path) -> Settings:
-    """The checked inputs; raises InputError listing every wrong one."""
-    problems: list[Problem] = []
+def _config_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
     config = inputs["config"]
     if not config:
-        problems.append(
-            Problem(
-                "config",
-                'input "config" is required: the path of your suite relative to the repository '
-                "root, e.g. `config: rules/suite.json`",
-            )
+        yield Problem(
+            "config",
+            'input "config" is required: the path of your suite relative to the repository root, '
+            "e.g. `config: rules/suite.json`",
         )
     elif not (cwd / config).is_file():
-        problems.append(
-            Problem(
-                "config",
-                f'input "config": no file {config!r} in the workspace: give the suite\'s path '
-                "relative to the repository root, and check out the repository first "
-                "(actions/checkout)",
-            )
+        yield Problem(
+            "config",
+            f'input "config": no file {config!r} in the workspace: give the suite\'s path relative '
+            "to the repository root, and check out the repository first (actions/checkout)",
         )
+
+
+def _server_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
     start = inputs["start-ollama"].lower()
     if start not in START_OLLAMA:
-        problems.append(
-            Problem(
-                "start-ollama",
-                f'input "start-ollama" must be auto, true or false, got {inputs["start-ollama"]!r}',
-            )
+        got = inputs["start-ollama"]
+        yield Problem(
+            "start-ollama", f'input "start-ollama" must be auto, true or false, got {got!r}'
         )
-    base_url = inputs["base-url"]
-    if base_url:
-        problem = url_problem(base_url)  # never echoes the URL: it may hold a password
-        if problem:
-            problems.append(Problem("base-url", f'input "base-url": {problem}'))
-        elif start == "true":
-            problems.append(
-                Problem(
-                    "start-ollama",
-                    'input "start-ollama" is true, which runs a server of its own, but '
-                    '"base-url" names another: remove one of them (or use start-ollama: auto)',
-                )
-            )
-    concurrency = inputs["concurrency"]
-    if not (concurrency.isascii() and concurrency.isdigit() and int(concurrency) >= 1):
-        problems.append(
-            Problem(
-                "concurrency",
-                f'input "concurrency" must be a whole number of at least 1, got {concurrency!r}',
-            )
+    if not inputs["base-url"]:
+        return
+    problem = url_problem(inputs["base-url"])  # never echoes the URL: it may hold a password
+    if problem:
+        yield Problem("base-url", f'input "base-url": {problem}')
+    elif start == "true":
+        yield Problem(
+            "start-ollama",
+            'input "start-ollama" is true, which runs a server of its own, but "base-url" names '
+            "another: remove one of them (or use start-ollama: auto)",
         )
-    pull = _boolean(inputs, "pull", problems)
-    include_responses = _boolean(inputs, "include-responses", problems)
+
+
+def _number_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
+    value = inputs["concurrency"]
+    if not (value.isascii() and value.isdigit() and int(value) >= 1):
+        yield Problem(
+            "concurrency",
+            f'input "concurrency" must be a whole number of at least 1, got {value!r}',
+        )
+
+
+def _boolean_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
+    for name in ("pull", "include-responses"):
+        if inputs[name] not in BOOLEANS:
+            got = inputs[name]
+            yield Problem(name, f'input "{name}" must be true or false, got {got!r}')
+
+
+def _report_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
     if inputs["json"] and inputs["json"] == inputs["junit"]:
-        problems.append(
-            Problem("junit", 'inputs "json" and "junit" name the same file: give each its own')
-        )
+        yield Problem("junit", 'inputs "json" and "junit" name the same file: give each its own')
+
+
+def _args_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
     try:
-        args = tuple(shlex.split(inputs["args"]))
+        args = shlex.split(inputs["args"])
     except ValueError as error:
-        args = ()
-        problems.append(
-            Problem(
-                "args",
-                f'input "args" cannot be split into arguments ({error}): check its quotes',
-            )
+        yield Problem(
+            "args", f'input "args" cannot be split into arguments ({error}): check its quotes'
         )
+        return
     for token in args:
         replaced_by = _own_option(token)
         if replaced_by:
-            problems.append(
-                Problem(
-                    "args",
-                    f'input "args" contains {token.split("=", 1)[0]}: use the input '
-                    f'"{replaced_by}" instead',
-                )
+            option = token.split("=", 1)[0]
+            yield Problem(
+                "args", f'input "args" contains {option}: use the input "{replaced_by}" instead'
             )
+
+
+CHECKS = (
+    _config_problems,
+    _server_problems,
+    _number_problems,
+    _boolean_problems,
+    _report_problems,
+    _args_problems,
+)
+
+
+def parse_inputs(inputs: Mapping[str, str], cwd: Path) -> Settings:
+    """The checked inputs; raises InputError listing every wrong one."""
+    problems = [problem for check in CHECKS for problem in check(inputs, cwd)]
     if problems:
         raise InputError(problems)
+    start = inputs["start-ollama"].lower()
     return Settings(
-        config=config,
+        config=inputs["config"],
         model=inputs["model"],
-        base_url=base_url,
+        base_url=inputs["base-url"],
         start_ollama="true" if start == "true" else "false" if start == "false" else "auto",
-        pull=pull,
+        pull=BOOLEANS[inputs["pull"]],
         models_dir=inputs["models-dir"],
         json=inputs["json"],
         junit=inputs["junit"],
-        include_responses=include_responses,
-        concurrency=int(concurrency),
-        args=args,
+        include_responses=BOOLEANS[inputs["include-responses"]],
+        concurrency=int(inputs["concurrency"]),
+        args=tuple(shlex.split(inputs["args"])),
     )
 
 
-# --- workflow commands and outputs --------------------------------------------------------------
+# --- workflow commands and outputs ----------------------------------------------------------------
 
 
 def escape_data(text: str) -> str:
@@ -408,7 +410,7 @@ def run_arguments(settings: Settings, sidecar: bool, json_path: str) -> list[str
     return [*argv, *settings.args]
 
 
-# --- files written as root, given back to the workspace's owner ------------------------------
+# --- files written as root, given back to the workspace's owner -----------------------------------
 
 
 def _inside(path: Path, directory: Path) -> bool:
@@ -475,7 +477,7 @@ def _read_report(path: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-# --- the two modes ------------------------------------------------------------------------------
+# --- the two modes --------------------------------------------------------------------------------
 
 
 def log(message: str) -> None:

@@ -3,7 +3,7 @@
 Pure renderings of a finished run: the statuses are the run's, never recomputed. Neither the
 annotations nor the summary ever contain answer text, even with `--include-responses`; text that
 GitHub must not read commands from (the terminal report, with its answer previews) goes through
-`stop_commands`. Conventions: docs/github-annotations.md.
+`stop_commands`. Conventions: docs/github-action.md (Annotations and job summary).
 """
 
 from __future__ import annotations

@@ -16,7 +16,11 @@ import pytest
 
 ROOT = Path(__file__).parent.parent.parent
 EXAMPLES = ROOT / "examples"
-SUITES = sorted(EXAMPLES.glob("*/suite.json"))
+SUITES = sorted(
+    path
+    for path in EXAMPLES.rglob("*.json")
+    if '"scenarios"' in path.read_text(encoding="utf-8")  # a suite, not some other JSON file
+)
 RUN_SH = EXAMPLES / "local-model" / "run.sh"
 
 
@@ -25,10 +29,11 @@ def load(name: str) -> Any:
 
 
 def test_every_example_has_a_suite() -> None:
-    assert {path.parent.name for path in SUITES} >= {"demo", "ollama", "local-model"}
+    names = {str(path.relative_to(EXAMPLES)) for path in SUITES}
+    assert names >= {"demo/suite.json", "ollama/suite.json", "local-model/suite.json"}
 
 
-@pytest.mark.parametrize("suite", SUITES, ids=lambda path: path.parent.name)
+@pytest.mark.parametrize("suite", SUITES, ids=lambda path: str(path.relative_to(EXAMPLES)))
 def test_example_suite_passes_validate(suite: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "ruledrift", "validate", str(suite)],
