@@ -13,7 +13,6 @@ that shell. See docs/github-action.md and docs/gitlab-ci.md.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import shlex
@@ -26,12 +25,13 @@ from pathlib import Path
 from typing import Any, Literal, NoReturn
 from urllib.parse import urlsplit
 
-import httpx
-
 from ruledrift import cli
+from ruledrift.adapters.http import is_loopback
+from ruledrift.adapters.sidecar import server_answers
 from ruledrift.config import load_suite, url_problem
 from ruledrift.errors import ExitCode, RuleDriftError
 from ruledrift.model import Suite
+from ruledrift.reports.github import workflow_command
 
 DOCS = "https://github.com/ruledrift/action/blob/v1/docs/github-action.md"
 
@@ -249,17 +249,8 @@ def parse_inputs(inputs: Mapping[str, str], cwd: Path) -> Settings:
 # --- workflow commands and outputs ----------------------------------------------------------------
 
 
-def escape_data(text: str) -> str:
-    """A workflow command's message, escaped as actions/toolkit does (`%` first)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(text: str) -> str:
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def error_command(message: str, title: str) -> str:
-    return f"::error title={escape_property(title)}::{escape_data(message)}"
+    return workflow_command("error", message, {"title": title})
 
 
 def report_problems(problems: Sequence[Problem], summary_file: str) -> None:
@@ -318,30 +309,6 @@ def outputs_for(
 # --- the managed Ollama server (`start-ollama`) -------------------------------------------------
 
 
-def is_loopback(url: str) -> bool:
-    try:
-        host = urlsplit(url).hostname
-    except ValueError:
-        return False
-    if not host:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def server_answers(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
-    """Whether any HTTP server answers `GET {url}/api/version` (loopback URLs only)."""
-    try:
-        httpx.get(f"{url.rstrip('/')}/api/version", timeout=timeout_s, trust_env=False)
-    except httpx.HTTPError:
-        return False
-    return True
-
-
 def _shown(url: str) -> str:
     """A URL for the log, without credentials."""
     parts = urlsplit(url)
@@ -360,7 +327,7 @@ def decide_sidecar(settings: Settings, suite: Suite | None) -> tuple[bool, str]:
     url = settings.base_url or adapter.base_url
     if not is_loopback(url):
         return False, f"start-ollama is auto and {_shown(url)} is not a loopback address"
-    if server_answers(url):
+    if server_answers(url, PROBE_TIMEOUT_S):
         return False, f"start-ollama is auto and a server answers at {_shown(url)}"
     return True, f"start-ollama is auto and nothing answers at {_shown(url)}"
 

@@ -593,23 +593,6 @@ def test_missing_input_variables_take_their_defaults() -> None:
     assert inputs["json"] == "ruledrift-report.json"
 
 
-@pytest.mark.parametrize(
-    ("url", "loopback"),
-    [
-        ("http://127.0.0.1:11434", True),
-        ("http://127.8.9.10", True),
-        ("http://localhost:11434", True),
-        ("http://[::1]:11434", True),
-        ("http://ollama:11434", False),
-        ("http://10.0.0.5:11434", False),
-        ("https://example.org", False),
-        ("not a url", False),
-    ],
-)
-def test_loopback_urls(url: str, loopback: bool) -> None:
-    assert entrypoint.is_loopback(url) is loopback
-
-
 def settings(**changes: Any) -> entrypoint.Settings:
     base: dict[str, Any] = {
         "config": "suite.json",
@@ -689,8 +672,6 @@ def test_options_with_an_input_of_their_own(token: str, input_name: str | None) 
 
 
 def test_escaping_matches_actions_toolkit() -> None:
-    assert entrypoint.escape_data("100%\r\nok") == "100%25%0D%0Aok"
-    assert entrypoint.escape_property("a:b,c%") == "a%3Ab%2Cc%25"
     assert entrypoint.error_command("m\n", "t: x") == "::error title=t%3A x::m%0A"
 
 

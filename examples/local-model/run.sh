@@ -50,7 +50,7 @@ work=$(mktemp -d)
 server=""
 cleanup() {
   if [ -n "$server" ]; then
-    true
+    kill "$server" 2>/dev/null || true
     wait "$server" 2>/dev/null || true
   fi
   rm -rf "$work"

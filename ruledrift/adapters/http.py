@@ -236,8 +236,11 @@ class PromptGrowth:
 
 def is_loopback(url: str) -> bool:
     """Whether the URL's host is loopback (proxy variables never apply to it)."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
         return ipaddress.ip_address(host).is_loopback

@@ -274,6 +274,15 @@ class OllamaSidecar:
 # --- models ---------------------------------------------------------------------------------------
 
 
+def server_answers(base_url: str, timeout_s: float = 2.0) -> bool:
+    """Whether any HTTP server answers `GET {base_url}/api/version` within `timeout_s`."""
+    try:
+        httpx.get(f"{base_url.rstrip('/')}/api/version", timeout=timeout_s, trust_env=False)
+    except httpx.HTTPError:
+        return False
+    return True
+
+
 async def has_model(base_url: str, model: str) -> bool:
     """Whether the server at `base_url` has `model` (names compared as Ollama does: `qwen3` is
     `qwen3:latest`, `qwen3:1.7b` is `registry.ollama.ai/library/qwen3:1.7b`)."""
