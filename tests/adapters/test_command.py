@@ -17,7 +17,7 @@ import pytest
 from ruledrift.adapters.base import AdapterError, CallContext, Completion
 from ruledrift.adapters.command import MAX_OUTPUT_BYTES, PROTOCOL, CommandAdapter
 from ruledrift.model import CommandAdapterConfig, Message
-from tests.processes import alive
+from tests.processes import gone
 
 AGENTS = Path(__file__).resolve().parent / "agents"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "command-adapter"
@@ -63,15 +63,6 @@ def failure(adapter: CommandAdapter, context: CallContext = TURN) -> str:
     with pytest.raises(AdapterError) as raised:
         complete(adapter, context)
     return str(raised.value)
-
-
-def gone(pids: list[int], within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while any(alive(pid) for pid in pids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def read_pids(path: Path) -> list[int]:
@@ -200,13 +191,13 @@ def test_a_hanging_agent_and_its_children_are_killed_at_the_timeout(tmp_path: Pa
     assert "thinking very hard" in message
     pids = read_pids(pid_file)
     assert len(pids) == 2
-    assert gone(pids)
+    assert gone(*pids)
 
 
 def test_processes_left_behind_by_a_finished_call_are_killed(tmp_path: Path) -> None:
     pid_file = tmp_path / "pids"
     assert complete(agent("orphan", str(pid_file))).content == "done"
-    assert gone(read_pids(pid_file))
+    assert gone(*read_pids(pid_file))
 
 
 @pytest.mark.parametrize(
@@ -358,7 +349,7 @@ def test_cancelling_a_call_kills_its_processes(tmp_path: Path) -> None:
             await call
 
     run(scenario())
-    assert gone(read_pids(pid_file))
+    assert gone(*read_pids(pid_file))
 
 
 def test_cancelling_a_call_while_it_starts_does_not_wait_for_its_children() -> None:
@@ -393,7 +384,7 @@ def test_aclose_kills_calls_in_flight(tmp_path: Path) -> None:
         return str(raised.value)
 
     assert run(scenario()).startswith("the agent was killed by signal SIGKILL")
-    assert gone(read_pids(pid_file))
+    assert gone(*read_pids(pid_file))
 
 
 def test_concurrent_calls_get_their_own_answers() -> None:

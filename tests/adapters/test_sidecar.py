@@ -32,7 +32,7 @@ from ruledrift.adapters.sidecar import (
 )
 from ruledrift.errors import AdapterError
 from tests.ollama_fake import OLLAMA_BIN, PULL_MISSING, FakeOllama, Fault
-from tests.processes import alive
+from tests.processes import alive, gone
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG = 30.0  # an upper bound that only says "did not hang"
@@ -59,15 +59,6 @@ def settings(models: Path, **changes: Any) -> SidecarSettings:
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coroutine)
-
-
-def gone(*pids: int, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while any(alive(pid) for pid in pids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def record(models: Path) -> dict[str, Any]:
