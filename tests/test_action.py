@@ -17,7 +17,7 @@ import pytest
 import yaml
 from jsonschema import Draft7Validator
 
-import entrypoint
+from ruledrift import action as entrypoint
 from tests.processes import tool
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-import entrypoint
+from ruledrift import action as entrypoint
 from tests.ollama_fake import OLLAMA_BIN, FakeOllama, free_port
 from tests.suites import base_suite, write_suite
 
