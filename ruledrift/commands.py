@@ -64,6 +64,18 @@ def select_scenarios(suite: Suite, wanted: Sequence[str] | None) -> tuple[Scenar
     return tuple(s for s in suite.scenarios if s.id in set(wanted))
 
 
+def _check_reports(reports: dict[str, Path], config: Path) -> None:
+    """Before anything runs: every report path can be written, and none would overwrite the
+    suite or another report."""
+    seen: dict[Path, str] = {config.resolve(): "the suite itself"}
+    for option, path in reports.items():
+        _check_report_path(option, path)
+        target = path.resolve()
+        if target in seen:
+            raise UsageError(f"--{option} {path}: would overwrite {seen[target]}")
+        seen[target] = f"the --{option} report"
+
+
 def _check_report_path(option: str, path: Path) -> None:
     if path.is_dir():
         raise UsageError(f"--{option} {path}: is a directory; give a file path")
@@ -88,8 +100,7 @@ def run(args: argparse.Namespace) -> ExitCode:
     scenarios = select_scenarios(suite, args.scenario)
     config = target_config(suite.adapter, args)
     reports = {name: Path(path) for name in REPORTERS if (path := getattr(args, name))}
-    for name, path in reports.items():
-        _check_report_path(name, path)
+    _check_reports(reports, suite.path)
     calls = sum(s.model_calls for s in scenarios)
     probes = sum(len(s.probes) for s in scenarios)
     if not args.quiet:

@@ -81,6 +81,8 @@ def test_exit_2_on_config_error_without_calling_the_agent(tmp_path: Path) -> Non
         (("run", "{suite}", "--concurrency", "0"), "expected a whole number of at least 1"),
         (("run", "{suite}", "--scenario", "nope"), "no such scenario (scenarios: smalltalk)"),
         (("run", "{suite}", "--json", "{dir}"), "is a directory"),
+        (("run", "{suite}", "--json", "{suite}"), "would overwrite the suite itself"),
+        (("run", "{suite}", "--json", "r.xml", "--junit", "r.xml"), "would overwrite the --json"),
         (("frobnicate",), "invalid choice"),
     ],
 )
