@@ -8,11 +8,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.cli_process import ruledrift
 
 ROOT = Path(__file__).parent.parent.parent
 EXAMPLES = ROOT / "examples"
@@ -35,13 +36,7 @@ def test_every_example_has_a_suite() -> None:
 
 @pytest.mark.parametrize("suite", SUITES, ids=lambda path: str(path.relative_to(EXAMPLES)))
 def test_example_suite_passes_validate(suite: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "ruledrift", "validate", str(suite)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = ruledrift("validate", suite)
     assert done.returncode == 0, done.stderr
     assert ": valid:" in done.stdout
 
