@@ -234,7 +234,7 @@ def _answer(output: bytes, code: int, stderr: bytes | bytearray) -> Completion:
         problem = (
             'has no "content" (expected a string)'
             if content is None
-            else f'has a "content" that is not a string: {json.dumps(content)[:80]}'
+            else f'has a "content" that is {_json_kind(content)}, not a string'
         )
         raise AdapterError(_with_stderr(f"the agent's response {problem}", stderr))
     return Completion(content=content)
@@ -255,13 +255,21 @@ def _parse(output: bytes) -> dict[str, object]:
             if isinstance(error, json.JSONDecodeError)
             else ""
         )
+        # the text is not quoted: it may be a model's answer, which stays out of reports
         raise _BadOutput(
-            f"the agent's output is not JSON{where}; it starts with {text[:80]!r} "
-            "(write only the response to stdout, and logs to stderr)"
+            f"the agent's output is not JSON{where} ({len(output)} bytes; write only the "
+            "response to stdout, and logs to stderr)"
         ) from None
     if not isinstance(response, dict):
-        raise _BadOutput(f"the agent's output is JSON but not an object: {text[:80]!r}")
+        raise _BadOutput(f"the agent's output is {_json_kind(response)}, not a JSON object")
     return response
+
+
+def _json_kind(value: object) -> str:
+    kinds = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    return next((kind for t, kind in kinds.items() if isinstance(value, t)), "a number")
 
 
 def _with_stderr(message: str, stderr: bytes | bytearray) -> str:
