@@ -125,10 +125,12 @@ class JsonClient:
         try:
             return response.json()
         except ValueError:
-            start = response.text[:60].strip()
+            # not quoted: the body may carry model output, which stays out of reports
+            kind = response.headers.get("content-type", "no Content-Type")
             raise self.error(
                 f"{self.server.name} at {self.server.base_url} answered {method} {path} with a "
-                f"body that is not JSON (it starts with {start!r}): {self.server.wrong_url}"
+                f"body that is not JSON ({kind}, {len(response.content)} bytes): "
+                f"{self.server.wrong_url}"
             ) from None
 
     async def _send(
