@@ -1,0 +1,61 @@
+"""The configuration schema itself: valid draft 2020-12, closed objects, one copy."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from ruledrift.config import schema_text
+
+ROOT = Path(__file__).parent.parent
+SCHEMA = json.loads((ROOT / "schema" / "rule-drift.schema.json").read_text(encoding="utf-8"))
+# maps passed through to a server as they are
+OPEN_MAPS = {"/$defs/ollamaAdapter/properties/options", "/$defs/openaiAdapter/properties/extraBody"}
+# objects that only dispatch on "type" to a closed branch (if/then)
+DISPATCHERS = {"/$defs/adapter", "/$defs/assertion"}
+
+
+def object_schemas(node: Any, pointer: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    if isinstance(node, dict):
+        if node.get("type") == "object":
+            yield pointer, node
+        for key, value in node.items():
+            yield from object_schemas(value, f"{pointer}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from object_schemas(value, f"{pointer}/{index}")
+
+
+def test_schema_is_valid_2020_12_with_an_id() -> None:
+    Draft202012Validator.check_schema(SCHEMA)
+    assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert SCHEMA["$id"].endswith("/schema/rule-drift.schema.json")
+
+
+def test_every_object_is_closed_except_pass_through_maps() -> None:
+    found = dict(object_schemas(SCHEMA))
+    assert set(found) >= OPEN_MAPS | DISPATCHERS
+    for pointer, schema in found.items():
+        if pointer in OPEN_MAPS:
+            assert "additionalProperties" not in schema, pointer
+        elif pointer in DISPATCHERS:
+            for branch in schema["allOf"]:
+                target = branch["then"]["$ref"].removeprefix("#")
+                assert found[target]["additionalProperties"] is False, target
+        else:
+            assert schema.get("additionalProperties") is False, pointer
+
+
+def test_the_package_ships_the_same_schema() -> None:
+    assert schema_text() == (ROOT / "schema" / "rule-drift.schema.json").read_text(encoding="utf-8")
+
+
+def test_top_level_accepts_dollar_schema_for_editors() -> None:
+    assert SCHEMA["properties"]["$schema"] == {
+        "type": "string",
+        "description": SCHEMA["properties"]["$schema"]["description"],
+    }
