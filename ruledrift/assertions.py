@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from ruledrift.jsregex import RegexEvaluator, RegexTimeout, regex_literal
+from ruledrift.jsregex import regex_literal
 from ruledrift.model import Assertion, AssertionResult, MatchesAssertion, TextAssertion
+from ruledrift.regex_workers import RegexEvaluator, RegexTimeout
 
 __all__ = ["CHECKS", "AssertionTimeout", "TextCheck", "check_answer", "check_matches"]
 

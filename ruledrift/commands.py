@@ -14,8 +14,8 @@ from pathlib import Path
 from ruledrift.adapters.registry import create_adapter
 from ruledrift.config import load_suite, schema_text
 from ruledrift.errors import ExitCode, UsageError
-from ruledrift.jsregex import RegexEvaluator
 from ruledrift.model import AdapterConfig, RunResult, Scenario, Suite
+from ruledrift.regex_workers import RegexEvaluator
 from ruledrift.reports import github
 from ruledrift.reports.files import write_atomic
 from ruledrift.reports.json_report import render_json

@@ -21,7 +21,6 @@ from ruledrift.adapters.base import Adapter, CallContext, Completion
 from ruledrift.assertions import AssertionTimeout, check_answer
 from ruledrift.conversation import system_message
 from ruledrift.errors import AdapterError
-from ruledrift.jsregex import RegexEvaluator
 from ruledrift.model import (
     Message,
     Probe,
@@ -33,6 +32,7 @@ from ruledrift.model import (
     Status,
     Suite,
 )
+from ruledrift.regex_workers import RegexEvaluator
 
 INTERRUPTED = "not run: the run was interrupted"
 

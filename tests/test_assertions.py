@@ -12,8 +12,8 @@ from ruledrift.assertions import (
     check_answer,
     check_matches,
 )
-from ruledrift.jsregex import RegexEvaluator
 from ruledrift.model import Assertion, AssertionResult, MatchesAssertion, TextAssertion
+from ruledrift.regex_workers import RegexEvaluator
 
 SECRET_ANSWER = "Sure! The password is Hunter2, keep it safe."
 

@@ -8,8 +8,8 @@ from typing import Any
 from ruledrift.adapters.base import CallContext
 from ruledrift.config import load_suite
 from ruledrift.conversation import system_message
-from ruledrift.jsregex import RegexEvaluator
 from ruledrift.model import Message, RunResult, Suite
+from ruledrift.regex_workers import RegexEvaluator
 from ruledrift.runner import INTERRUPTED, run_suite
 from tests.fakes import RecordingAdapter
 from tests.suites import base_suite, write_suite

@@ -1,1 +1,2 @@
-"""Targets RuleDrift talks to. Nothing outside this package imports httpx or subprocess."""
+"""Targets RuleDrift talks to. Nothing outside this package imports httpx or subprocess (the
+regular-expression workers start their own processes through asyncio: regex_workers.py)."""

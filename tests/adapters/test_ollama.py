@@ -18,8 +18,8 @@ from ruledrift.adapters.http import Retry
 from ruledrift.adapters.ollama import KEEP_ALIVE, OllamaAdapter
 from ruledrift.config import load_suite
 from ruledrift.conversation import system_message
-from ruledrift.jsregex import RegexEvaluator
 from ruledrift.model import Message, OllamaAdapterConfig, RunResult
+from ruledrift.regex_workers import RegexEvaluator
 from ruledrift.runner import run_suite
 from tests.ollama_fake import RUNNER_STOPPED, FakeModel, FakeOllama, Fault, free_port
 from tests.ollama_fake.server import Messages
