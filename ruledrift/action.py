@@ -32,7 +32,7 @@ from ruledrift.adapters.sidecar import server_answers
 from ruledrift.config import load_suite, url_problem
 from ruledrift.errors import ExitCode, RuleDriftError
 from ruledrift.model import Suite
-from ruledrift.reports.github import workflow_command
+from ruledrift.reports.workflow_commands import workflow_command
 
 DOCS = "https://github.com/ruledrift/action/blob/v1/docs/github-action.md"
 

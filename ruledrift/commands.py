@@ -16,7 +16,7 @@ from ruledrift.config import load_suite, schema_text
 from ruledrift.errors import ExitCode, UsageError
 from ruledrift.model import AdapterConfig, RunResult, Scenario, Suite
 from ruledrift.regex_workers import RegexEvaluator
-from ruledrift.reports import github
+from ruledrift.reports import github, workflow_commands
 from ruledrift.reports.files import write_atomic
 from ruledrift.reports.json_report import render_json
 from ruledrift.reports.junit import render_junit
@@ -117,8 +117,8 @@ def run(args: argparse.Namespace) -> ExitCode:
     terminal = render_terminal(result, _terminal_options(args))
     # GitHub reads workflow commands from the log: no text in the report (answer previews,
     # errors quoting an agent's output) may run one, even with --github off
-    on_github = github.enabled(os.environ)
-    sys.stdout.write(github.stop_commands(terminal) if on_github else terminal)
+    on_github = workflow_commands.enabled(os.environ)
+    sys.stdout.write(workflow_commands.stop_commands(terminal) if on_github else terminal)
     for name, path in reports.items():
         print(f"{name} report: {path}")
     if on_github and args.github == "auto":

@@ -20,7 +20,8 @@ from ruledrift.model import (
     Severity,
     TargetInfo,
 )
-from ruledrift.reports import github
+from ruledrift.reports import github, job_summary
+from ruledrift.reports import workflow_commands as commands
 from tests.reports import factories
 from tests.reports.factories import ANSWER_LEAK, ANSWER_MARKERS
 
@@ -84,31 +85,31 @@ def many_failures(count: int, severity: Severity = "critical") -> ScenarioResult
 
 
 def test_data_escapes_percent_first_then_cr_and_lf() -> None:
-    assert github.escape_data("100%\r\n") == "100%25%0D%0A"
-    assert github.escape_data("%0A::error::x") == "%250A::error::x"  # stays literal text
-    assert github.escape_data("a:b,c") == "a:b,c"
+    assert commands.escape_data("100%\r\n") == "100%25%0D%0A"
+    assert commands.escape_data("%0A::error::x") == "%250A::error::x"  # stays literal text
+    assert commands.escape_data("a:b,c") == "a:b,c"
 
 
 def test_properties_also_escape_colon_and_comma() -> None:
-    assert github.escape_property("a:b,c%d\r\ne") == "a%3Ab%2Cc%25d%0D%0Ae"
-    assert github.escape_property("%3A") == "%253A"
+    assert commands.escape_property("a:b,c%d\r\ne") == "a%3Ab%2Cc%25d%0D%0Ae"
+    assert commands.escape_property("%3A") == "%253A"
 
 
 @pytest.mark.parametrize(
     "text", ["plain", "100% sure", "%0A::error::x", "a:b,c=d", "line\r\nbreak\rx\ny", "%%25%"]
 )
 def test_commands_round_trip_through_the_runners_unescaping(text: str) -> None:
-    line = github.workflow_command("warning", text, {"title": text, "line": 3})
+    line = commands.workflow_command("warning", text, {"title": text, "line": 3})
     name, properties, data = parse(line)
     assert (name, properties, data) == ("warning", {"title": text, "line": "3"}, text)
 
 
 def test_command_without_properties() -> None:
-    assert github.workflow_command("notice", "hi") == "::notice::hi"
+    assert commands.workflow_command("notice", "hi") == "::notice::hi"
 
 
 def test_stop_commands_uses_a_fresh_token_per_block() -> None:
-    first, second = github.stop_commands("a\n"), github.stop_commands("a")
+    first, second = commands.stop_commands("a\n"), commands.stop_commands("a")
     match = re.fullmatch(r"::stop-commands::([0-9a-f]{32})\na\n::\1::\n", first)
     assert match
     assert re.fullmatch(r"::stop-commands::([0-9a-f]{32})\na\n::\1::\n", second)
@@ -119,7 +120,7 @@ def test_stop_commands_uses_a_fresh_token_per_block() -> None:
 
 
 def test_one_annotation_per_failed_or_errored_probe_and_no_answer_text() -> None:
-    lines = github.render_annotations(factories.run_result(), CONFIG)
+    lines = commands.render_annotations(factories.run_result(), CONFIG)
     assert len(lines) == 4  # one failed probe, three errored ones
     name, properties, data = parse(lines[0])
     assert name == "error"
@@ -143,13 +144,13 @@ def test_one_annotation_per_failed_or_errored_probe_and_no_answer_text() -> None
 
 def test_a_passing_run_has_no_annotations() -> None:
     passing = factories.scenario_result("calm", (factories.passed("ok", factories.ANSWER_OK),), 1)
-    assert github.render_annotations(run_of(passing), CONFIG) == []
+    assert commands.render_annotations(run_of(passing), CONFIG) == []
 
 
 def test_level_follows_severity_and_line_the_probe() -> None:
     probes = (failing("a", "info", 11), failing("b", "warning", 22), failing("c", "critical", 33))
     result = run_of(factories.scenario_result("mixed", probes, 3))
-    parsed = [parse(line) for line in github.render_annotations(result, CONFIG)]
+    parsed = [parse(line) for line in commands.render_annotations(result, CONFIG)]
     # critical first: GitHub keeps only the first annotations of a step
     assert [(name, props["line"]) for name, props, _ in parsed] == [
         ("error", "33"),
@@ -159,7 +160,7 @@ def test_level_follows_severity_and_line_the_probe() -> None:
 
 
 def test_25_critical_failures_give_10_errors_and_a_note() -> None:
-    lines = github.render_annotations(run_of(many_failures(25)), CONFIG)
+    lines = commands.render_annotations(run_of(many_failures(25)), CONFIG)
     names = [parse(line)[0] for line in lines]
     assert names == ["error"] * 10 + ["notice"]
     assert [parse(line)[1]["line"] for line in lines[:10]] == [str(10 + i) for i in range(10)]
@@ -170,32 +171,36 @@ def test_25_critical_failures_give_10_errors_and_a_note() -> None:
 
 def test_the_note_never_is_the_eleventh_notice() -> None:
     result = run_of(many_failures(12, "critical"), many_failures(12, "info"))
-    names = [parse(line)[0] for line in github.render_annotations(result, CONFIG)]
+    names = [parse(line)[0] for line in commands.render_annotations(result, CONFIG)]
     assert names.count("error") == 10
     assert names.count("notice") == 10  # 9 probes and the note, which counts the 10th
     assert names[-1] == "notice"
-    assert "5 more" in github.render_annotations(result, CONFIG)[-1]
-    assert github.plan_annotations(result)[1] == 5
+    assert "5 more" in commands.render_annotations(result, CONFIG)[-1]
+    assert commands.plan_annotations(result)[1] == 5
 
 
 def test_ten_of_each_level_fit_without_a_note() -> None:
     result = run_of(many_failures(10, "critical"), many_failures(10, "info"))
-    lines = github.render_annotations(result, CONFIG)
+    lines = commands.render_annotations(result, CONFIG)
     assert len(lines) == 20
     assert "more probe(s) not annotated" not in "".join(lines)
 
 
 def test_messages_are_cut_at_4096_characters() -> None:
     long = failing("long", message="x" * 10_000)
-    line = github.render_annotations(run_of(factories.scenario_result("s", (long,), 1)), CONFIG)[0]
+    line = commands.render_annotations(run_of(factories.scenario_result("s", (long,), 1)), CONFIG)[
+        0
+    ]
     data = parse(line)[2]
-    assert len(data) == github.MESSAGE_MAX_CHARS
+    assert len(data) == commands.MESSAGE_MAX_CHARS
     assert data.endswith("x…")
 
 
 def test_hostile_messages_stay_inside_the_command() -> None:
     hostile = failing("evil", message="a%0A::error::x\r::add-mask::y\n##[error]z")
-    line = github.render_annotations(run_of(factories.scenario_result("s", (hostile,), 1)), CONFIG)
+    line = commands.render_annotations(
+        run_of(factories.scenario_result("s", (hostile,), 1)), CONFIG
+    )
     assert len(line) == 1
     assert "\n" not in line[0]
     assert "\r" not in line[0]
@@ -206,23 +211,25 @@ def test_annotation_file_is_relative_to_the_workspace(tmp_path: Path) -> None:
     workspace = tmp_path / "repo"
     (workspace / "suites").mkdir(parents=True)
     inside = Path("suites/s.json")
-    assert github.annotation_file(inside, str(workspace), cwd=workspace) == "suites/s.json"
+    assert commands.annotation_file(inside, str(workspace), cwd=workspace) == "suites/s.json"
     absolute = workspace / "suites" / "s.json"
-    assert github.annotation_file(absolute, str(workspace), cwd=tmp_path) == "suites/s.json"
-    assert github.annotation_file(Path("repo/./x/../s.json"), str(workspace), tmp_path) == "s.json"
+    assert commands.annotation_file(absolute, str(workspace), cwd=tmp_path) == "suites/s.json"
+    assert (
+        commands.annotation_file(Path("repo/./x/../s.json"), str(workspace), tmp_path) == "s.json"
+    )
     outside = tmp_path / "elsewhere.json"
-    assert github.annotation_file(outside, str(workspace), cwd=workspace) == outside.as_posix()
-    assert github.annotation_file(inside, None, cwd=tmp_path) == "suites/s.json"
+    assert commands.annotation_file(outside, str(workspace), cwd=workspace) == outside.as_posix()
+    assert commands.annotation_file(inside, None, cwd=tmp_path) == "suites/s.json"
     link = tmp_path / "link"
     link.symlink_to(workspace)
-    assert github.annotation_file(link / "s.json", str(workspace), cwd=tmp_path) == "s.json"
+    assert commands.annotation_file(link / "s.json", str(workspace), cwd=tmp_path) == "s.json"
 
 
 # --- the job summary -------------------------------------------------------------------------
 
 
 def summary(result: RunResult | None = None, overrides: tuple[str, ...] = ()) -> str:
-    return github.render_summary(result or factories.run_result(), CONFIG, overrides)
+    return job_summary.render_summary(result or factories.run_result(), CONFIG, overrides)
 
 
 def table_rows(text: str, first_cell: str) -> list[list[str]]:
@@ -287,8 +294,8 @@ def test_summary_escapes_markdown_and_html() -> None:
 
 def test_summary_cells_are_cut() -> None:
     text = summary(run_of(factories.scenario_result("s", (failing("a", message="y" * 5000),), 1)))
-    assert "y" * github.CELL_MAX_CHARS not in text
-    assert "y" * (github.CELL_MAX_CHARS - 1) + "…" in text
+    assert "y" * job_summary.CELL_MAX_CHARS not in text
+    assert "y" * (job_summary.CELL_MAX_CHARS - 1) + "…" in text
 
 
 def test_grid_counts_per_rule_and_boundary() -> None:
@@ -314,7 +321,7 @@ def test_reproduction_command_names_the_scenarios_that_did_not_pass() -> None:
         "```sh\nruledrift run suites/secret.json --scenario smalltalk --scenario hostile-text "
         "--scenario broken-turn --model qwen3:8b --base-url http://ollama:11434\n```"
     ) in text
-    odd = github.render_summary(factories.run_result(), "my ```suite```.json")
+    odd = job_summary.render_summary(factories.run_result(), "my ```suite```.json")
     assert "````sh\nruledrift run 'my ```suite```.json' --scenario" in odd
 
 
@@ -333,7 +340,7 @@ def test_a_huge_summary_is_cut_collapsed_section_first() -> None:
     result = huge_result(failures=1500, passes=8000)  # failures ~700 KB, all probes ~1 MB
     text = summary(result)
     size = len(text.encode("utf-8"))
-    assert size <= github.SUMMARY_MAX_BYTES
+    assert size <= job_summary.SUMMARY_MAX_BYTES
     assert "this summary was cut" in text
     assert len(table_rows(text, "huge")) > 1500  # every failure, some of the rest
     assert re.search(r"_\d+ more probes not shown", text)
@@ -344,7 +351,7 @@ def test_a_huge_summary_is_cut_collapsed_section_first() -> None:
 
 def test_then_the_table_of_failures_is_cut() -> None:
     text = summary(huge_result(failures=3000, passes=0))  # failures alone ~1.4 MB
-    assert len(text.encode("utf-8")) <= github.SUMMARY_MAX_BYTES
+    assert len(text.encode("utf-8")) <= job_summary.SUMMARY_MAX_BYTES
     assert re.search(r"_\d+ more failed or errored probes not shown", text)
     assert "_3000 probes not shown" in text  # no room left for the collapsed section
     assert "| Rule | Severity | after 4 |" in text  # the grid is kept
@@ -380,10 +387,10 @@ def test_publish_leaves_a_full_summary_alone(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "summary.md"
-    path.write_bytes(b"x" * (github.SUMMARY_MAX_BYTES - 1000))
+    path.write_bytes(b"x" * (job_summary.SUMMARY_MAX_BYTES - 1000))
     environ = {"GITHUB_STEP_SUMMARY": str(path)}
     github.publish(factories.run_result(), overrides=[], environ=environ, out=io.StringIO())
-    assert path.stat().st_size == github.SUMMARY_MAX_BYTES - 1000
+    assert path.stat().st_size == job_summary.SUMMARY_MAX_BYTES - 1000
     assert "no room left in the job summary" in capsys.readouterr().err
 
 

@@ -1,0 +1,246 @@
+"""The GitHub job summary ($GITHUB_STEP_SUMMARY): verdict, counts and target, the failed probes,
+a rule × boundary grid, every probe in a collapsed section, and the command that reproduces the
+failures; kept under GitHub's 1 MiB limit. Never any answer text. Everything inserted is escaped
+for Markdown and HTML.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from ruledrift.model import ProbeResult, RunResult, Status
+from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, cut_text, plan_annotations
+
+SUMMARY_MAX_BYTES = 900 * 1024  # GitHub drops a step summary over 1 MiB
+SUMMARY_MIN_BYTES = 32 * 1024  # less room than this left in the file: no summary at all
+CELL_MAX_CHARS = 500
+RERUN_MAX_SCENARIOS = 50
+
+_SYMBOLS: dict[Status, str] = {"passed": "✅", "failed": "❌", "error": "⚠️"}
+_MARKDOWN = {c: f"&#{ord(c)};" for c in "|`*_[]\\~$"} | {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def append_summary(path: Path, text: str) -> None:
+    """Append to $GITHUB_STEP_SUMMARY. A failure is reported on stderr and changes nothing else:
+    the summary is a view of the run, not its verdict."""
+    try:
+        with path.open("a", encoding="utf-8") as file:
+            file.write(text)
+    except OSError as error:
+        sys.stderr.write(f"ruledrift: warning: cannot write the job summary {path}: {error}\n")
+
+
+def render_summary(
+    result: RunResult,
+    config: str,
+    overrides: Sequence[str] = (),
+    *,
+    max_bytes: int = SUMMARY_MAX_BYTES,
+) -> str:
+    """Verdict, counts and target; the failed probes; the rule × boundary grid; every probe in a
+    collapsed section; the command that reproduces the failures. Beyond `max_bytes` the collapsed
+    section is cut first, then the table of failures, then the grid, each with a note."""
+    head, tail = _head(result, config), _rerun(config, result, overrides)
+    room = max_bytes - _size(head) - _size(tail) - _CUT_NOTE_BYTES
+    rendered: dict[str, str] = {}
+    cut = False
+    for name in ("grid", "failed", "all"):  # the order they keep their rows in
+        text, was_cut = _SECTIONS[name](result).render(room if not cut else 0)
+        rendered[name], room, cut = text, room - _size(text), cut or was_cut
+    note = _CUT_NOTE if cut else ""
+    body = rendered["failed"] + rendered["grid"] + rendered["all"]
+    return head + note + body + tail
+
+
+# --- summary sections ------------------------------------------------------------------------
+
+_CUT_NOTE = (
+    "> **Note:** this summary was cut to stay under GitHub's 1 MiB limit for a step summary. "
+    "The log lists every probe; `--json` writes the full report.\n\n"
+)
+_CUT_NOTE_BYTES = 1024  # the note above, and room for the tables' own notes
+_VERDICTS: dict[Status, str] = {
+    "passed": "✅ RuleDrift: passed, every probe kept its rule",
+    "failed": "❌ RuleDrift: failed, the target broke a rule",
+    "error": "⚠️ RuleDrift: error, some probes could not be run, so the verdict is incomplete",
+}
+
+
+class _Table:
+    """A Markdown table whose rows are dropped from the end, with a note, to fit a budget."""
+
+    def __init__(self, title: str, columns: Sequence[str], rows: list[str], what: str) -> None:
+        self.title, self.rows, self.what = title, rows, what
+        self.header = "| " + " | ".join(columns) + " |\n" + "|---" * len(columns) + "|\n"
+        self.opening, self.closing = "", ""
+
+    def render(self, room: int) -> tuple[str, bool]:
+        """The table in at most `room` bytes (the notes aside), and whether rows were cut."""
+        if not self.rows:
+            return "", False
+        used, kept = _size(self.title + self.opening + self.header + self.closing), 0
+        for row in self.rows:
+            used += _size(row)
+            if used > room:
+                break
+            kept += 1
+        left = len(self.rows) - kept
+        more = "more " if kept else ""
+        note = f"_{left} {more}{self.what} not shown: the summary reached its size limit._\n\n"
+        if not kept:
+            return note, True
+        table = self.header + "".join(self.rows[:kept]) + "\n"
+        return self.title + self.opening + table + (note if left else "") + self.closing, bool(left)
+
+
+def _head(result: RunResult, config: str) -> str:
+    target = result.target
+    verdict = _VERDICTS[result.status]
+    if result.interrupted:
+        verdict = "⏹️ RuleDrift: interrupted, the run was stopped and the results are partial"
+    what = f"{markdown(target.adapter)} adapter"
+    if target.model:
+        what += f", model {_code(target.model)}"
+    digest = target.details.get("modelDigest")
+    if isinstance(digest, str) and digest:
+        what += f", digest {_code(digest)}"
+    counts = (
+        len(result.probes),
+        result.count("passed"),
+        result.count("failed"),
+        result.count("error"),
+        len(result.scenarios),
+        result.model_calls,
+        f"{result.duration_ms / 1000:.2f} s",
+    )
+    lines = [
+        f"## {verdict}\n",
+        f"**Suite:** {markdown(result.suite.name)} ({_code(config)}) · **Target:** {what} · "
+        f"**Started:** {markdown(result.started_at)}\n",
+        "| Probes | ✅ Passed | ❌ Failed | ⚠️ Errors | Scenarios | Model calls | Duration |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| " + " | ".join(str(c) for c in counts) + " |\n",
+    ]
+    omitted = plan_annotations(result)[1]
+    if omitted:
+        lines.append(
+            f"> **Note:** {omitted} failed or errored probe(s) have no annotation (GitHub shows "
+            f"at most {ANNOTATIONS_PER_LEVEL} of each level per step); the table below lists "
+            "them all.\n"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _failed(result: RunResult) -> _Table:
+    rows = []
+    for scenario in result.scenarios:
+        for probe in scenario.probes:
+            if probe.status == "passed":
+                continue
+            why = [a.message for a in probe.failed_assertions] or [probe.error or probe.status]
+            cells = [*_cells(scenario.scenario.id, probe), "<br>".join(map(markdown, why))]
+            rows.append(_row(cells))
+    columns = ["Scenario", "Probe", "Rule", "Severity", "After turn", "Result", "Why"]
+    return _Table("### Failed and errored probes\n\n", columns, rows, "failed or errored probes")
+
+
+def _grid(result: RunResult) -> _Table:
+    counts: dict[tuple[str, int], Counter[Status]] = {}
+    for probe in result.probes:
+        key = (probe.probe.rule.id, probe.probe.after_turn)
+        counts.setdefault(key, Counter())[probe.status] += 1
+    turns = sorted({turn for _, turn in counts})
+    rules = [r for r in result.suite.rules if any((r.id, t) in counts for t in turns)]
+    rows = []
+    for rule in rules:
+        cells = [markdown(rule.id), rule.severity]
+        for turn in turns:
+            found = counts.get((rule.id, turn), Counter())
+            shown = " ".join(f"{_SYMBOLS[s]} {found[s]}" for s in _SYMBOLS if found[s])
+            cells.append(shown or "·")
+        rows.append(_row(cells))
+    columns = ["Rule", "Severity", *(f"after {t}" for t in turns)]
+    title = (
+        "### Rules × boundaries\n\n"
+        "Probes per rule and `afterTurn`: ✅ passed, ❌ failed, ⚠️ error.\n\n"
+    )
+    return _Table(title, columns, rows, "rules")
+
+
+def _all(result: RunResult) -> _Table:
+    rows = [
+        _row([*_cells(s.scenario.id, p), f"{p.duration_ms / 1000:.2f} s"])
+        for s in result.scenarios
+        for p in s.probes
+    ]
+    columns = ["Scenario", "Probe", "Rule", "Severity", "After turn", "Result", "Duration"]
+    table = _Table("", columns, rows, "probes")
+    table.opening = f"<details>\n<summary>All {len(rows)} probes</summary>\n\n"
+    table.closing = "</details>\n\n"
+    return table
+
+
+_SECTIONS = {"grid": _grid, "failed": _failed, "all": _all}
+
+
+def _cells(scenario: str, result: ProbeResult) -> list[str]:
+    probe = result.probe
+    return [
+        markdown(scenario),
+        markdown(probe.id),
+        markdown(probe.rule.id),
+        probe.rule.severity,
+        str(probe.after_turn),
+        f"{_SYMBOLS[result.status]} {result.status}",
+    ]
+
+
+def _rerun(config: str, result: RunResult, overrides: Sequence[str]) -> str:
+    command = rerun_command(config, result, overrides)
+    if command is None:
+        return ""
+    failed = sum(1 for s in result.scenarios if s.status != "passed")
+    note = ""
+    if failed > RERUN_MAX_SCENARIOS:
+        note = f"(the first {RERUN_MAX_SCENARIOS} of the {failed} scenarios that did not pass)\n\n"
+    fence = "`" * max([3, *(len(run) + 1 for run in re.findall("`+", command))])
+    return f"### Reproduce\n\n{note}{fence}sh\n{command}\n{fence}\n"
+
+
+def rerun_command(config: str, result: RunResult, overrides: Sequence[str]) -> str | None:
+    """`ruledrift run CONFIG --scenario …` for the scenarios that did not pass (the first 50)."""
+    failed = [s.scenario.id for s in result.scenarios if s.status != "passed"]
+    if not failed:
+        return None
+    argv = ["ruledrift", "run", config]
+    for scenario in failed[:RERUN_MAX_SCENARIOS]:
+        argv += ["--scenario", scenario]
+    return _SURROGATE.sub("\ufffd", shlex.join([*argv, *overrides]))
+
+
+def markdown(text: str, limit: int = CELL_MAX_CHARS) -> str:
+    """Text made inert in GitHub Markdown (tables included): one line, entities for Markdown and
+    HTML syntax, control characters shown as escapes, cut at `limit` characters."""
+    text = _SURROGATE.sub("\ufffd", text).replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    text = "".join(_MARKDOWN.get(c, c) for c in cut_text(text, limit))
+    return text.replace("\n", "<br>")
+
+
+def _code(text: str) -> str:
+    return f"<code>{markdown(text)}</code>"
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |\n"
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
