@@ -18,6 +18,7 @@ import yaml
 from jsonschema import Draft7Validator
 
 from ruledrift import action as entrypoint
+from ruledrift import action_inputs
 from tests.processes import tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,11 +99,11 @@ def test_action_is_a_docker_action_built_from_the_dockerfile() -> None:
 
 def test_inputs_are_kebab_case_described_and_agree_with_the_entrypoint() -> None:
     inputs = action()["inputs"]
-    assert list(inputs) == list(entrypoint.INPUTS)
+    assert list(inputs) == list(action_inputs.INPUTS)
     for name, spec in inputs.items():
         assert re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", name), name
         assert len(spec["description"]) > 20, name
-        assert str(spec.get("default", "")) == entrypoint.INPUTS[name], name
+        assert str(spec.get("default", "")) == action_inputs.INPUTS[name], name
         if name != "config":
             assert "Default" in spec["description"], f"{name}: document its default"
     assert inputs["config"]["required"] is True
@@ -181,7 +182,7 @@ def test_ci_runs_the_action_on_a_passing_suite_and_a_failing_one() -> None:
 def test_ci_runs_a_real_model_with_a_cached_models_dir() -> None:
     job = workflow("ci.yml")["jobs"]["ollama-sidecar"]
     caches = [s for s in job["steps"] if s.get("uses", "").startswith("actions/cache@")]
-    assert [c["with"]["path"] for c in caches] == [entrypoint.INPUTS["models-dir"]]
+    assert [c["with"]["path"] for c in caches] == [action_inputs.INPUTS["models-dir"]]
     (run,) = local_action_steps(job)
     assert run["with"]["model"] in ("qwen3:0.6b", "smollm2:135m", "gemma3:270m")
 
@@ -269,7 +270,7 @@ def test_the_examples_ci_runs_end_as_expected(config: str, code: int, tmp_path: 
 
 def test_the_docs_describe_every_input_and_output() -> None:
     docs = (ROOT / "docs" / "github-action.md").read_text(encoding="utf-8")
-    for name in [*entrypoint.INPUTS, *entrypoint.OUTPUTS]:
+    for name in [*action_inputs.INPUTS, *entrypoint.OUTPUTS]:
         assert f"| `{name}`" in docs, f"docs/github-action.md: no table row for `{name}`"
     for heading in ("## Inputs", "## Outputs", "## Annotations and job summary"):
         assert heading in docs

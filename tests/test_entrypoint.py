@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ruledrift import action as entrypoint
+from ruledrift import action_files, action_inputs
 from tests.ollama_fake import OLLAMA_BIN, FakeOllama, free_port
 from tests.suites import base_suite, write_suite
 
@@ -118,7 +119,7 @@ class Action:
         summary = self.files / "summary"
         output.write_text("")
         summary.write_text("")
-        values = {**entrypoint.INPUTS, **(inputs or {})}  # the runner sets every declared input
+        values = {**action_inputs.INPUTS, **(inputs or {})}  # the runner sets every declared input
         variables = {f"INPUT_{name.upper()}": value for name, value in values.items()}
         full_env = clean_env(
             {
@@ -571,29 +572,29 @@ def test_nothing_is_chowned_in_a_root_owned_workspace(action: Action) -> None:
 
 
 def test_input_variables_keep_hyphens() -> None:
-    assert entrypoint.input_variable("base-url") == "INPUT_BASE-URL"
-    assert entrypoint.input_variable("include-responses") == "INPUT_INCLUDE-RESPONSES"
-    assert entrypoint.input_variable("my input") == "INPUT_MY_INPUT"
+    assert action_inputs.input_variable("base-url") == "INPUT_BASE-URL"
+    assert action_inputs.input_variable("include-responses") == "INPUT_INCLUDE-RESPONSES"
+    assert action_inputs.input_variable("my input") == "INPUT_MY_INPUT"
 
 
 def test_action_mode_detection() -> None:
-    assert entrypoint.is_action([], {"INPUT_CONFIG": ""})
-    assert entrypoint.is_action(["run"], {"INPUT_CONFIG": "s.json"})
-    assert entrypoint.is_action([], {"GITHUB_ACTIONS": "true", "INPUT_ARGS": ""})
-    assert not entrypoint.is_action(["run", "s.json"], {"GITHUB_ACTIONS": "true", "INPUT_X": ""})
-    assert not entrypoint.is_action(["validate", "s.json"], {"GITHUB_ACTIONS": "true"})
-    assert not entrypoint.is_action([], {})
+    assert action_inputs.is_action([], {"INPUT_CONFIG": ""})
+    assert action_inputs.is_action(["run"], {"INPUT_CONFIG": "s.json"})
+    assert action_inputs.is_action([], {"GITHUB_ACTIONS": "true", "INPUT_ARGS": ""})
+    assert not action_inputs.is_action(["run", "s.json"], {"GITHUB_ACTIONS": "true", "INPUT_X": ""})
+    assert not action_inputs.is_action(["validate", "s.json"], {"GITHUB_ACTIONS": "true"})
+    assert not action_inputs.is_action([], {})
 
 
 def test_missing_input_variables_take_their_defaults() -> None:
-    inputs = entrypoint.read_inputs({"INPUT_CONFIG": " suite.json ", "INPUT_BASE-URL": ""})
+    inputs = action_inputs.read_inputs({"INPUT_CONFIG": " suite.json ", "INPUT_BASE-URL": ""})
     assert inputs["config"] == "suite.json"  # trimmed, as actions/toolkit's getInput
     assert inputs["start-ollama"] == "auto"
     assert inputs["base-url"] == ""
     assert inputs["json"] == "ruledrift-report.json"
 
 
-def settings(**changes: Any) -> entrypoint.Settings:
+def settings(**changes: Any) -> action_inputs.Settings:
     base: dict[str, Any] = {
         "config": "suite.json",
         "model": "",
@@ -607,7 +608,7 @@ def settings(**changes: Any) -> entrypoint.Settings:
         "concurrency": 1,
         "args": (),
     }
-    return entrypoint.Settings(**{**base, **changes})
+    return action_inputs.Settings(**{**base, **changes})
 
 
 def test_auto_never_probes_a_url_that_is_not_loopback(
@@ -668,7 +669,7 @@ def test_run_arguments() -> None:
     ],
 )
 def test_options_with_an_input_of_their_own(token: str, input_name: str | None) -> None:
-    assert entrypoint._own_option(token) == input_name
+    assert action_inputs._own_option(token) == input_name
 
 
 def test_escaping_matches_actions_toolkit() -> None:
@@ -692,13 +693,14 @@ def test_outputs_round_trip_through_the_heredoc_format(tmp_path: Path) -> None:
 
 def test_created_root(tmp_path: Path) -> None:
     (tmp_path / "exists").mkdir()
-    assert entrypoint.created_root(tmp_path / "a/b/c.json", tmp_path) == tmp_path / "a"
+    assert action_files.created_root(tmp_path / "a/b/c.json", tmp_path) == tmp_path / "a"
     assert (
-        entrypoint.created_root(tmp_path / "exists/c.json", tmp_path) == tmp_path / "exists/c.json"
+        action_files.created_root(tmp_path / "exists/c.json", tmp_path)
+        == tmp_path / "exists/c.json"
     )
-    assert entrypoint.created_root(tmp_path / "exists", tmp_path) == tmp_path / "exists"
-    assert entrypoint.created_root(tmp_path.parent / "elsewhere.json", tmp_path) is None
-    assert entrypoint.created_root(tmp_path, tmp_path) is None
+    assert action_files.created_root(tmp_path / "exists", tmp_path) == tmp_path / "exists"
+    assert action_files.created_root(tmp_path.parent / "elsewhere.json", tmp_path) is None
+    assert action_files.created_root(tmp_path, tmp_path) is None
 
 
 def test_outputs_for_a_run_without_a_report() -> None:
