@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -46,3 +47,9 @@ def tool(name: str, package: str) -> str:
             f"extras: pip install -e '.[test]')"
         )
     return found
+
+
+def interruptible() -> None:
+    """A `preexec_fn` that gives the child Ctrl-C back: a shell that started the tests in the
+    background left SIGINT ignored, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -16,6 +16,7 @@ import pytest
 from ruledrift import __version__, cli
 from ruledrift.config import load_suite
 from tests.cli_process import ruledrift
+from tests.processes import interruptible
 from tests.suites import base_suite, write_suite
 
 AGENT = str(Path(__file__).parent / "agents" / "scripted.py")
@@ -157,6 +158,7 @@ def test_exit_130_on_ctrl_c_writes_reports_for_what_finished(tmp_path: Path) -> 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     deadline = time.monotonic() + 30
     while (
@@ -165,7 +167,11 @@ def test_exit_130_on_ctrl_c_writes_reports_for_what_finished(tmp_path: Path) -> 
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     stopped = time.monotonic()
-    out, err = process.communicate(timeout=30)
+    try:
+        out, err = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
     assert time.monotonic() - stopped < 5  # stops promptly, not after 30 more turns
     assert process.returncode == 130, err
     assert "INTERRUPTED" in out

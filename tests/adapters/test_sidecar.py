@@ -32,7 +32,7 @@ from ruledrift.adapters.sidecar import (
 )
 from ruledrift.errors import AdapterError
 from tests.ollama_fake import OLLAMA_BIN, PULL_MISSING, FakeOllama, Fault
-from tests.processes import alive, gone
+from tests.processes import alive, gone, interruptible
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG = 30.0  # an upper bound that only says "did not hang"
@@ -341,12 +341,17 @@ def test_ctrl_c_stops_the_server(models: Path, tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         env=env,
         text=True,
+        preexec_fn=interruptible,
     ) as driver:
         assert driver.stdout is not None
         pid = int(driver.stdout.readline())
         assert alive(pid)
         driver.send_signal(signal.SIGINT)
-        _, stderr = driver.communicate(timeout=HANG)
+        try:
+            _, stderr = driver.communicate(timeout=HANG)
+        except subprocess.TimeoutExpired:
+            driver.kill()
+            raise
     assert "KeyboardInterrupt" in stderr
     assert_no_leftovers(tmp_path, pid)
 
@@ -403,7 +408,8 @@ def test_a_pull_that_fails_mid_stream_quotes_the_server_log(
         f"{record(models)['address'][1]} failed: max retries exceeded: connection reset"
     )
     assert log.startswith("ollama serve log (last lines):\n")
-    assert log.endswith('POST "/api/pull"')
+    # the server's own lines (its request log may still be on its way: not waited for)
+    assert "Listening on 127.0.0.1:" in log
     assert events[0] == PullProgress("pulling manifest")  # progress came before the error
 
 
