@@ -1,0 +1,73 @@
+"""Statistics for repeated runs: pure functions, standard library only.
+
+- `intervals`: a probe's pass rate with its Wilson score interval (`pass_rate`, `PassRate`).
+- `sequential`: run a probe until the evidence says "holds" or "drifted" (Wald's sequential
+  test, `decide` with a `SequentialDesign`), with exact error rates; fixed-size designs for
+  comparison (`fixed_design`, `zero_failure_runs`).
+- `compare`: base against head: Newcombe's interval for the drop, one-sided Fisher exact
+  p-values, Holm's adjustment over a suite, a label per probe, and runs needed per side.
+
+docs/statistics.md explains the numbers to users.
+"""
+
+from ruledrift.stats.compare import (
+    ChangeLabel,
+    Comparison,
+    compare,
+    compare_suite,
+    fisher_head_worse,
+    fisher_power,
+    holm,
+    label_change,
+    newcombe_interval,
+    runs_per_side,
+    smallest_p_value,
+)
+from ruledrift.stats.intervals import (
+    PassRate,
+    binomial_pmf,
+    normal_quantile,
+    pass_rate,
+    wilson_interval,
+    z_for,
+)
+from ruledrift.stats.sequential import (
+    Decision,
+    FixedDesign,
+    OperatingCharacteristic,
+    SequentialDesign,
+    Verdict,
+    decide,
+    fixed_design,
+    operating_characteristic,
+    zero_failure_runs,
+)
+
+__all__ = [
+    "ChangeLabel",
+    "Comparison",
+    "Decision",
+    "FixedDesign",
+    "OperatingCharacteristic",
+    "PassRate",
+    "SequentialDesign",
+    "Verdict",
+    "binomial_pmf",
+    "compare",
+    "compare_suite",
+    "decide",
+    "fisher_head_worse",
+    "fisher_power",
+    "fixed_design",
+    "holm",
+    "label_change",
+    "newcombe_interval",
+    "normal_quantile",
+    "operating_characteristic",
+    "pass_rate",
+    "runs_per_side",
+    "smallest_p_value",
+    "wilson_interval",
+    "z_for",
+    "zero_failure_runs",
+]
