@@ -211,12 +211,17 @@ def operating_characteristic(design: SequentialDesign, pass_rate: float) -> Oper
 
 @dataclass(frozen=True)
 class Decision:
-    """The verdict after `passes` of `runs`, with a sentence saying why."""
+    """The verdict after `passes` of `runs` under `design`, and (on demand) a sentence why."""
 
     verdict: Verdict
     passes: int
     runs: int
-    explanation: str
+    design: SequentialDesign = field(repr=False)
+
+    @property
+    def explanation(self) -> str:
+        """What was observed, what it shows, and for an open verdict what would decide it."""
+        return _explain(self.verdict, self.passes, self.runs, self.design)
 
 
 def _passes_to_hold(failures: int, runs: int, design: SequentialDesign, cap: int) -> int | None:
@@ -233,20 +238,36 @@ def _failures_to_drift(failures: int, runs: int, design: SequentialDesign, cap: 
     return None
 
 
+def _count(number: int, word: str) -> str:
+    plural = "es" if word.endswith("s") else "s"
+    return f"{number} {word}" if number == 1 else f"{number} {word}{plural}"
+
+
 def _what_would_decide(failures: int, runs: int, design: SequentialDesign, cap: int) -> str:
     to_hold = _passes_to_hold(failures, runs, design, cap)
     to_drift = _failures_to_drift(failures, runs, design, cap)
     hold = (
-        f"{to_hold} more pass(es) in a row would decide 'holds'"
+        f"{_count(to_hold, 'more pass')} in a row would decide 'holds'"
         if to_hold is not None
         else f"'holds' is out of reach within {cap} runs"
     )
     drift = (
-        f"{to_drift} more failure(s) in a row would decide 'drifted'"
+        f"{_count(to_drift, 'more failure')} in a row would decide 'drifted'"
         if to_drift is not None
         else f"'drifted' is out of reach within {cap} runs"
     )
-    return f"{hold}; {drift}"
+    return f"{hold}, {drift}"
+
+
+def _bounds_at(runs: int, design: SequentialDesign) -> str:
+    most, fewest = design.holds_up_to(runs), design.drifted_from(runs)
+    hold = (
+        f"'holds' needed at most {_count(most, 'failure')}"
+        if most >= 0
+        else "'holds' needed more runs"
+    )
+    drift = f"'drifted' at least {fewest}" if fewest <= runs else "'drifted' more runs"
+    return f"{hold} and {drift}"
 
 
 def _verdict(failures: int, runs: int, design: SequentialDesign) -> Verdict:
@@ -260,7 +281,7 @@ def _verdict(failures: int, runs: int, design: SequentialDesign) -> Verdict:
 def _explain(verdict: Verdict, passes: int, runs: int, design: SequentialDesign) -> str:
     failures = runs - passes
     holds, drifted = _percent(design.holds_at), _percent(design.drifted_at)
-    observed = f"{failures} of {runs} runs failed"
+    observed = f"{failures} of {runs} runs failed" if runs else "no runs yet"
     if verdict == "drifted":
         return (
             f"drifted: {observed}, evidence enough that the pass rate is at most {drifted} "
@@ -278,12 +299,12 @@ def _explain(verdict: Verdict, passes: int, runs: int, design: SequentialDesign)
             f"undecided: {observed}; {_what_would_decide(failures, runs, design, design.max_runs)}"
         )
     next_steps = _what_would_decide(failures, runs, design, 2 * design.max_runs)
+    rate = pass_rate(passes, runs)
     return (
-        f"inconclusive: {observed} ({pass_rate(passes, runs)}), between the bounds at the cap of "
-        f"{design.max_runs} runs: 'holds' needed at most {design.holds_up_to(runs)} failure(s) "
-        f"and 'drifted' at least {design.drifted_from(runs)}. The pass rate may well lie between "
-        f"{drifted} and {holds}. To decide, plan a higher max_runs before running (with these "
-        f"bounds, {next_steps}) or a wider gap between holds_at and drifted_at"
+        f"inconclusive: {observed} and {runs} is the cap; {_bounds_at(runs, design)}. The pass "
+        f"rate so far, {rate.rate:.1%} (95% interval {rate.low:.1%}–{rate.high:.1%}), does not "
+        f"tell at least {holds} from at most {drifted}. To decide, plan a higher max_runs before "
+        f"running (with these bounds {next_steps}) or a wider gap between holds_at and drifted_at"
     )
 
 
@@ -299,7 +320,7 @@ def decide(passes: int, runs: int, design: SequentialDesign) -> Decision:
             f"need 0 <= passes <= runs <= max_runs ({design.max_runs}), not {passes} of {runs}"
         )
     verdict = _verdict(runs - passes, runs, design)
-    return Decision(verdict, passes, runs, _explain(verdict, passes, runs, design))
+    return Decision(verdict, passes, runs, design)
 
 
 @dataclass(frozen=True)
