@@ -1,15 +1,21 @@
-"""argv → command → exit code. The one place where exceptions become exit codes."""
+"""The command line: argv → a typed request → the application layer (app.py) → an exit code.
+`guarded` is the one place where exceptions become exit codes."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import traceback
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from ruledrift import __version__
 from ruledrift.errors import ConfigError, ExitCode, RuleDriftError, UsageError
+
+if TYPE_CHECKING:
+    from ruledrift.app import RunRequest, TargetOverrides
+    from ruledrift.console import Display
 
 ISSUES_URL = "https://github.com/ruledrift/action/issues"
 
@@ -117,12 +123,96 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
+    """The parsed `run` arguments as the application's request and the display choices."""
+    from ruledrift.app import RunRequest  # imported late: `--help` stays fast
+    from ruledrift.console import Display
+
+    request = RunRequest(
+        config=Path(args.config),
+        json=Path(args.json) if args.json else None,
+        junit=Path(args.junit) if args.junit else None,
+        include_responses=args.include_responses,
+        concurrency=args.concurrency,
+        scenarios=tuple(args.scenario or ()),
+        target=target_overrides(args),
+    )
+    return request, Display(quiet=args.quiet, no_color=args.no_color, github=args.github)
+
+
+def target_overrides(args: argparse.Namespace) -> TargetOverrides:
+    from ruledrift.app import TargetOverrides
+
+    return TargetOverrides(
+        model=args.model,
+        base_url=args.base_url,
+        start_ollama=args.start_ollama,
+        models_dir=Path(args.models_dir) if args.models_dir else None,
+    )
+
+
+def parse_run(argv: Sequence[str]) -> tuple[RunRequest, Display]:
+    """`run …` arguments (as the action's `args` input extends them) to a request; raises
+    UsageError."""
+    args = build_parser().parse_args(list(argv))
+    if args.command != "run":
+        raise UsageError(f"expected `run` arguments, got {args.command!r}")
+    return run_request(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ruledrift import console
+
+    request, display = run_request(args)
+    return console.run(request, display).exit_code
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from ruledrift import app, console
+
+    console.show_validation(Path(args.config), app.validate(Path(args.config)))
+    return ExitCode.PASSED
+
+
+def _pull(args: argparse.Namespace) -> int:
+    from ruledrift import app, console
+
+    console.pull(app.PullRequest(Path(args.config), target_overrides(args)))
+    return ExitCode.PASSED
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from ruledrift.config import schema_text
+
+    sys.stdout.write(schema_text())
+    return ExitCode.PASSED
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": _run,
+    "validate": _validate,
+    "pull": _pull,
+    "schema": _schema,
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    return guarded(lambda: _dispatch(argv))
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        from ruledrift import commands  # imported late: `--help` stays fast
+    except _ParserExit as done:
+        return done.status
+    return int(COMMANDS[args.command](args))
 
-        return int(commands.COMMANDS[args.command](args))
+
+def guarded(command: Callable[[], int]) -> int:
+    """Run `command`; the one place where exceptions become exit codes and messages (the CLI and
+    the GitHub Action both go through it)."""
+    try:
+        return command()
     except _ParserExit as done:
         return done.status
     except ConfigError as error:

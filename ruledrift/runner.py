@@ -19,7 +19,6 @@ from typing import Protocol
 
 from ruledrift.adapters.base import Adapter, CallContext, Completion
 from ruledrift.assertions import AssertionTimeout, check_answer
-from ruledrift.conversation import system_message
 from ruledrift.errors import AdapterError
 from ruledrift.model import (
     Message,
@@ -33,6 +32,7 @@ from ruledrift.model import (
     Suite,
 )
 from ruledrift.regex_workers import RegexEvaluator
+from ruledrift.system_message import system_message
 
 INTERRUPTED = "not run: the run was interrupted"
 

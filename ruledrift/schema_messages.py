@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from jsonschema.exceptions import ValidationError
 
 from ruledrift.jsonpos import pointer_of
+from ruledrift.text import json_kind
 
 ID_PATTERN = "^[a-z0-9._-]+$"
 SUPPORTED_VERSION = 1
@@ -25,22 +26,6 @@ _TYPE_NAMES = {
     "boolean": "true or false",
     "null": "null",
 }
-
-
-def json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 def show(value: object) -> str:
@@ -90,7 +75,7 @@ def _message(kind: object, value: object, expected: object, path: list[str | int
     if kind == "type":
         names = [expected] if isinstance(expected, str) else list(expected)  # type: ignore[call-overload]
         wanted = " or ".join(_TYPE_NAMES.get(n, n) for n in names)
-        return f"expected {wanted}, got {json_type(value)}"
+        return f"expected {wanted}, got {json_kind(value)}"
     if kind == "const" and path == ["version"]:
         return (
             f"unsupported version {show(value)}: this RuleDrift reads version "

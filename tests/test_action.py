@@ -18,8 +18,8 @@ import yaml
 from jsonschema import Draft7Validator
 
 from ruledrift import action as entrypoint
-from ruledrift import action_inputs
-from tests.processes import tool
+from ruledrift.action import inputs as action_inputs
+from tests.support.processes import tool
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = Path(__file__).resolve().parent / "data" / "schemastore"

@@ -15,11 +15,12 @@ import pytest
 
 from ruledrift import __version__, cli
 from ruledrift.config import load_suite
-from tests.cli_process import ruledrift
-from tests.processes import interruptible
-from tests.suites import base_suite, write_suite
+from tests.support import AGENTS
+from tests.support.cli_process import ruledrift
+from tests.support.processes import interruptible
+from tests.support.suites import base_suite, write_suite
 
-AGENT = str(Path(__file__).parent / "agents" / "scripted.py")
+AGENT = str(AGENTS / "scripted.py")
 ROOT = Path(__file__).parent.parent
 
 
@@ -127,7 +128,7 @@ def test_exit_4_on_internal_error(
     def broken(path: Path) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("ruledrift.commands.load_suite", broken)
+    monkeypatch.setattr("ruledrift.app.load_suite", broken)
     assert cli.main(["validate", str(agent_suite(tmp_path))]) == 4
     err = capsys.readouterr().err
     assert "RuntimeError: boom" in err

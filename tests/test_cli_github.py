@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from tests.suites import base_suite, position_of, write_suite
+from tests.support import AGENTS
+from tests.support.suites import base_suite, position_of, write_suite
 
-AGENT = str(Path(__file__).parent / "agents" / "scripted.py")
+AGENT = str(AGENTS / "scripted.py")
 TOKEN = re.compile(r"[0-9a-f]{32}")
 OURS = re.compile(
     r"::(error|warning|notice) file=suites/suite\.json,line=\d+,title=RuleDrift%3A [^:]*::.*"

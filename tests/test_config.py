@@ -14,7 +14,7 @@ from ruledrift.model import (
     OllamaAdapterConfig,
     TextAssertion,
 )
-from tests.suites import base_suite, position_of, write_suite
+from tests.support.suites import base_suite, position_of, write_suite
 
 
 def problems(path: Path) -> list[str]:

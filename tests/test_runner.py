@@ -7,12 +7,12 @@ from typing import Any
 
 from ruledrift.adapters.base import CallContext
 from ruledrift.config import load_suite
-from ruledrift.conversation import system_message
 from ruledrift.model import Message, RunResult, Suite
 from ruledrift.regex_workers import RegexEvaluator
 from ruledrift.runner import INTERRUPTED, run_suite
-from tests.fakes import RecordingAdapter
-from tests.suites import base_suite, write_suite
+from ruledrift.system_message import system_message
+from tests.support.recording_adapter import RecordingAdapter
+from tests.support.suites import base_suite, write_suite
 
 
 def probe(probe_id: str, after: int, prompt: str | None = None, **assertion: Any) -> dict[str, Any]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from ruledrift.errors import AdapterError
 from ruledrift.model import Message, TargetInfo
 
-__all__ = ["Adapter", "AdapterError", "CallContext", "Completion"]
+__all__ = ["Adapter", "AdapterError", "CallContext", "Completion", "answer_metadata"]
 
 
 @dataclass(frozen=True)
@@ -50,3 +50,19 @@ class Adapter(Protocol):
     def target_info(self) -> TargetInfo: ...
 
     async def aclose(self) -> None: ...
+
+
+def answer_metadata(
+    reported: Mapping[str, Any], names: Mapping[str, str], *, cut: bool, thinking: object
+) -> dict[str, object]:
+    """A Completion's metadata: what the server reported (`names` maps its keys to ours), `cut`
+    when a length limit cut the answer, and the length of any thinking text, never the text
+    (metadata goes into every report)."""
+    metadata = {
+        ours: reported[theirs] for theirs, ours in names.items() if reported.get(theirs) is not None
+    }
+    if isinstance(thinking, str) and thinking:
+        metadata["thinkingChars"] = len(thinking)
+    if cut:
+        metadata["cut"] = True
+    return metadata

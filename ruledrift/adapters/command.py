@@ -4,18 +4,17 @@ its stdout. The protocol, its limits and its errors are described in docs/comman
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import shutil
-import signal
 import textwrap
 from asyncio.subprocess import PIPE, Process
 from collections.abc import Sequence
 
 from ruledrift.adapters.base import AdapterError, CallContext, Completion
-from ruledrift.adapters.processes import describe_exit
+from ruledrift.adapters.processes import describe_exit, kill_group
 from ruledrift.model import CommandAdapterConfig, Message, TargetInfo
+from ruledrift.text import json_kind
 
 PROTOCOL = "ruledrift.command.v1"
 MAX_OUTPUT_BYTES = 10_000_000  # stdout cap per call: the agent is killed as soon as it writes more
@@ -93,7 +92,7 @@ class CommandAdapter:
     async def aclose(self) -> None:
         """Kill the agents of calls still in flight (those calls then fail with AdapterError)."""
         for group in list(self._groups):
-            _kill_group(group)
+            kill_group(group)
 
     async def _call(self, request: bytes, stderr: bytearray) -> tuple[bytes, int]:
         """Start the agent, feed it the request, read its answer, wait for its exit. Whatever
@@ -113,7 +112,7 @@ class CommandAdapter:
                 return output, await process.wait()
         finally:
             self._groups.discard(process.pid)
-            _kill_group(process.pid)  # the agent, or what it left running
+            kill_group(process.pid)  # the agent, or what it left running
             # Read on to EOF so the pipes close (a paused pipe never sees EOF): what is left is at
             # most a pipe buffer. A daemon that left the group may hold them open: stop waiting.
             rest = [
@@ -209,11 +208,6 @@ async def _discard(stream: asyncio.StreamReader) -> None:
         pass
 
 
-def _kill_group(group: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # nobody left in the group
-        os.killpg(group, signal.SIGKILL)
-
-
 def _answer(output: bytes, code: int, stderr: bytes | bytearray) -> Completion:
     """The answer in the output, or AdapterError: a non-zero exit fails even with a content, and
     an `error` is reported (with the exit) whatever the exit code."""
@@ -234,7 +228,7 @@ def _answer(output: bytes, code: int, stderr: bytes | bytearray) -> Completion:
         problem = (
             'has no "content" (expected a string)'
             if content is None
-            else f'has a "content" that is {_json_kind(content)}, not a string'
+            else f'has a "content" that is {json_kind(content)}, not a string'
         )
         raise AdapterError(_with_stderr(f"the agent's response {problem}", stderr))
     return Completion(content=content)
@@ -261,15 +255,8 @@ def _parse(output: bytes) -> dict[str, object]:
             "response to stdout, and logs to stderr)"
         ) from None
     if not isinstance(response, dict):
-        raise _BadOutput(f"the agent's output is {_json_kind(response)}, not a JSON object")
+        raise _BadOutput(f"the agent's output is {json_kind(response)}, not a JSON object")
     return response
-
-
-def _json_kind(value: object) -> str:
-    kinds = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
-    if value is None:
-        return "null"
-    return next((kind for t, kind in kinds.items() if isinstance(value, t)), "a number")
 
 
 def _with_stderr(message: str, stderr: bytes | bytearray) -> str:

@@ -11,18 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ruledrift.adapters.base import CallContext, Completion
-from ruledrift.adapters.http import (
-    DEFAULT_RETRY,
-    JsonClient,
-    PromptGrowth,
-    Retry,
-    Server,
-    answer_metadata,
-    overflow_message,
-)
-from ruledrift.adapters.ollama_names import full_model_name
+from ruledrift.adapters.base import CallContext, Completion, answer_metadata
+from ruledrift.adapters.context_window import PromptGrowth, overflow_message
+from ruledrift.adapters.transport import DEFAULT_RETRY, Retry
 from ruledrift.model import Message, OllamaAdapterConfig, TargetInfo
+from ruledrift.ollama.api import WRONG_URL, OllamaAPI, find_model
 
 _REPORTED = {
     "prompt_eval_count": "promptEvalCount",
@@ -40,17 +33,9 @@ class OllamaAdapter:
     def __init__(self, config: OllamaAdapterConfig, *, retry: Retry = DEFAULT_RETRY) -> None:
         self._config = config
         self._options = dict(config.options)
-        server = Server(
-            name="Ollama",
-            base_url=config.base_url,
-            timeout_ms=config.timeout_ms,
-            not_running="is `ollama serve` running? (or use `ruledrift run --start-ollama`)",
-            wrong_url=(
-                "is baseUrl an Ollama server? It is the server's root, e.g. "
-                "http://127.0.0.1:11434, without /api or /v1"
-            ),
+        self._api = OllamaAPI(
+            config.base_url, timeout_ms=config.timeout_ms, retry=retry, explain=self._explain
         )
-        self._http = JsonClient(server, retry=retry, explain=self._explain)
         self._growth = PromptGrowth()
         self._server_version: str | None = None
         self._digest: str | None = None
@@ -58,19 +43,14 @@ class OllamaAdapter:
     async def open(self) -> None:
         """Record the server version and the model's digest; fail early if the model is absent
         or cannot think while `think` asks for it."""
-        version = await self._http.get("/api/version")
-        if not isinstance(version, dict) or not isinstance(version.get("version"), str):
-            raise self._http.error(
-                f"GET /api/version gave no version: {self._http.server.wrong_url}"
-            )
-        self._server_version = version["version"]
-        self._digest = self._find_digest(await self._http.get("/api/tags"))
+        self._server_version = await self._api.version()
+        self._digest = self._find_digest(await self._api.models())
         if self._config.think in (None, False):
             return
-        show = await self._http.post("/api/show", {"model": self._config.model})
+        show = await self._api.show(self._config.model)
         capabilities = show.get("capabilities") if isinstance(show, dict) else None
         if isinstance(capabilities, list) and "thinking" not in capabilities:  # absent: too old
-            raise self._http.error(self._no_thinking())
+            raise self._api.error(self._no_thinking())
 
     def target_info(self) -> TargetInfo:
         details: dict[str, object] = {
@@ -85,21 +65,20 @@ class OllamaAdapter:
         return TargetInfo(adapter="ollama", model=self._config.model, details=details)
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
-        answer = await self._http.post("/api/chat", self.request_body(messages))
+        answer = await self._api.chat(self.request_body(messages))
         message = answer.get("message") if isinstance(answer, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(message, dict) or not isinstance(content, str):
-            raise self._http.error(
-                f'Ollama\'s answer to /api/chat has no "message.content" string: '
-                f"{self._http.server.wrong_url}"
+            raise self._api.error(
+                f'Ollama\'s answer to /api/chat has no "message.content" string: {WRONG_URL}'
             )
         cut = self._growth.check(context, len(messages), answer.get("prompt_eval_count"))
         if cut is not None:
-            raise self._http.error(f"{cut}. {self._overflow_fix()}")
+            raise self._api.error(f"{cut}. {self._overflow_fix()}")
         return Completion(content, _metadata(answer, message))
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        await self._api.aclose()
 
     def request_body(self, messages: Sequence[Message]) -> dict[str, object]:
         body: dict[str, object] = {
@@ -115,22 +94,13 @@ class OllamaAdapter:
             body["think"] = self._config.think
         return body
 
-    def _find_digest(self, tags: object) -> str | None:
-        models = tags.get("models") if isinstance(tags, dict) else None
-        if not isinstance(models, list):
-            raise self._http.error(
-                f"GET /api/tags gave no model list: {self._http.server.wrong_url}"
-            )
-        wanted = full_model_name(self._config.model)
-        for model in models:
-            if isinstance(model, dict) and wanted in (
-                full_model_name(str(model.get("name"))),
-                full_model_name(str(model.get("model"))),
-            ):
-                digest = model.get("digest")
-                return digest if isinstance(digest, str) else None
-        present = ", ".join(str(m.get("name")) for m in models if isinstance(m, dict)) or "none"
-        raise self._http.error(f"{self._missing_model()} (models present: {present})")
+    def _find_digest(self, models: list[Mapping[str, Any]]) -> str | None:
+        entry = find_model(models, self._config.model)
+        if entry is None:
+            present = ", ".join(str(m.get("name")) for m in models) or "none"
+            raise self._api.error(f"{self._missing_model()} (models present: {present})")
+        digest = entry.get("digest")
+        return digest if isinstance(digest, str) else None
 
     def _explain(self, status: int, text: str) -> str | None:
         model = self._config.model

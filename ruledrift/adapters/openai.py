@@ -11,18 +11,12 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ruledrift.adapters.base import CallContext, Completion
-from ruledrift.adapters.http import (
-    DEFAULT_RETRY,
-    JsonClient,
-    PromptGrowth,
-    Retry,
-    Server,
-    answer_metadata,
-    overflow_message,
-)
+from ruledrift.adapters.base import CallContext, Completion, answer_metadata
+from ruledrift.adapters.context_window import PromptGrowth, overflow_message
+from ruledrift.adapters.transport import DEFAULT_RETRY, JsonClient, Retry, Server
 from ruledrift.errors import UsageError
 from ruledrift.model import Message, OpenAIAdapterConfig, TargetInfo
+from ruledrift.text import json_kind
 
 _REPORTED = {
     "prompt_tokens": "promptTokens",
@@ -97,7 +91,7 @@ class OpenAIAdapter:
         if not isinstance(content, str):
             reason = choice.get("finish_reason") if choice else None
             raise self._http.error(
-                f"the server answered without text (message.content is {_kind(content)}, "
+                f"the server answered without text (message.content is {json_kind(content)}, "
                 f"finish_reason {reason!r}): the model may have made a tool call or refused"
             )
         usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
@@ -176,7 +170,3 @@ def _first_choice(answer: Any) -> Mapping[str, Any] | None:
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         return choices[0]
     return None
-
-
-def _kind(value: object) -> str:
-    return "null" if value is None else f"a {type(value).__name__}"

@@ -1,7 +1,10 @@
-"""Words for how a child process ended, shared by the command adapter and the Ollama sidecar."""
+"""Child process groups: how a child ended, in words, and signalling its whole group. Shared by
+the command adapter and the managed Ollama server."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 
 
@@ -14,3 +17,14 @@ def describe_exit(code: int) -> str:
     except ValueError:
         name = str(-code)
     return f"was killed by signal {name}"
+
+
+def signal_group(group: int, sig: signal.Signals) -> None:
+    """Send `sig` to every process of `group`; nobody left there is no error."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, sig)
+
+
+def kill_group(group: int) -> None:
+    """SIGKILL to every process of `group` (a child and whatever it left running)."""
+    signal_group(group, signal.SIGKILL)

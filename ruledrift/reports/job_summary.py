@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ruledrift.model import ProbeResult, RunResult, Status
-from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, cut_text, plan_annotations
+from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, plan_annotations
+from ruledrift.text import markdown_inline, repair_surrogates
 
 SUMMARY_MAX_BYTES = 900 * 1024  # GitHub drops a step summary over 1 MiB
 SUMMARY_MIN_BYTES = 32 * 1024  # less room than this left in the file: no summary at all
@@ -22,9 +23,6 @@ CELL_MAX_CHARS = 500
 RERUN_MAX_SCENARIOS = 50
 
 _SYMBOLS: dict[Status, str] = {"passed": "✅", "failed": "❌", "error": "⚠️"}
-_MARKDOWN = {c: f"&#{ord(c)};" for c in "|`*_[]\\~$"} | {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def append_summary(path: Path, text: str) -> None:
@@ -222,16 +220,12 @@ def rerun_command(config: str, result: RunResult, overrides: Sequence[str]) -> s
     argv = ["ruledrift", "run", config]
     for scenario in failed[:RERUN_MAX_SCENARIOS]:
         argv += ["--scenario", scenario]
-    return _SURROGATE.sub("\ufffd", shlex.join([*argv, *overrides]))
+    return repair_surrogates(shlex.join([*argv, *overrides]))
 
 
 def markdown(text: str, limit: int = CELL_MAX_CHARS) -> str:
-    """Text made inert in GitHub Markdown (tables included): one line, entities for Markdown and
-    HTML syntax, control characters shown as escapes, cut at `limit` characters."""
-    text = _SURROGATE.sub("\ufffd", text).replace("\r\n", "\n").replace("\r", "\n")
-    text = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
-    text = "".join(_MARKDOWN.get(c, c) for c in cut_text(text, limit))
-    return text.replace("\n", "<br>")
+    """A table cell's text, inert in Markdown (see `text.markdown_inline`)."""
+    return markdown_inline(text, limit)
 
 
 def _code(text: str) -> str:

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import ruledrift
 from ruledrift.model import ProbeResult, Response, RunResult, ScenarioResult
+from ruledrift.text import repair_surrogates
 
 REPORT_VERSION = 1
-
-# Lone surrogates (possible in text decoded from JSON escapes) cannot be encoded as UTF-8.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def render_json(result: RunResult, *, include_responses: bool) -> bytes:
@@ -52,7 +49,8 @@ def render_json(result: RunResult, *, include_responses: bool) -> bytes:
         "scenarios": [_scenario(s, include_responses) for s in result.scenarios],
     }
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False)
-    return (_SURROGATE.sub("\ufffd", text) + "\n").encode("utf-8")
+    # lone surrogates (possible in text decoded from JSON escapes) cannot be encoded as UTF-8
+    return (repair_surrogates(text) + "\n").encode("utf-8")
 
 
 def _scenario(result: ScenarioResult, include_responses: bool) -> dict[str, Any]:

@@ -8,14 +8,13 @@ viewers that read it (GitLab, GitHub actions); see docs/reports.md. Answers appe
 from __future__ import annotations
 
 import json
-import re
 import xml.etree.ElementTree as ET
 
 import ruledrift
 from ruledrift.model import ProbeResult, Response, RunResult, ScenarioResult
+from ruledrift.text import xml_safe
 
 # Code points XML 1.0 cannot carry, not even as character references.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def render_junit(result: RunResult, *, include_responses: bool) -> bytes:
@@ -127,13 +126,3 @@ def _make_xml_safe(root: ET.Element) -> None:
         element.text = xml_safe(element.text) if element.text is not None else None
         for key, value in element.attrib.items():
             element.attrib[key] = xml_safe(value)
-
-
-def xml_safe(text: str) -> str:
-    """`text` with each code point XML 1.0 forbids written as an escape (`\\x1b`, `\\ufffe`)."""
-    return _NOT_XML.sub(_escape, text)
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

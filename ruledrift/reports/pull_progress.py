@@ -7,10 +7,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
-from ruledrift.reports.terminal import safe_text
+from ruledrift.text import terminal_safe
 
 if TYPE_CHECKING:
-    from ruledrift.adapters.sidecar import PullProgress
+    from ruledrift.ollama.api import PullProgress
 
 REDRAW_S = 0.1  # a TTY bar is redrawn at most ten times a second
 PLAIN_EVERY_S = 5.0  # a plain line per unfinished layer at least this often...
@@ -37,7 +37,7 @@ class PullProgressPrinter:
         if event.digest and event.total and event.total > 0:
             (self._bar if self._tty else self._plain)(event, event.digest, event.total)
             return
-        status = safe_text(event.status)
+        status = terminal_safe(event.status)
         if status and status != self._status:
             self._end_line()
             self._status = status
@@ -73,7 +73,7 @@ class PullProgressPrinter:
         self._write(self._line(event, total, "") + "\n")
 
     def _line(self, event: PullProgress, total: int, bar: str) -> str:
-        self._status = safe_text(event.status)
+        self._status = terminal_safe(event.status)
         completed = _done(event, total)
         return (
             f"{self._status} {100 * completed // total:3d}%{bar} "

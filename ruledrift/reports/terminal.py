@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from typing import TextIO
 
 from ruledrift import __version__
 from ruledrift.model import ProbeResult, RunResult, Scenario, Status, Suite
+from ruledrift.text import preview, terminal_safe
 
 _LABELS: dict[Status, str] = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
 _COLOURS: dict[Status, str] = {"passed": "32", "failed": "31", "error": "33"}
-_PREVIEW_CHARS = 200
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 @dataclass(frozen=True)
@@ -25,18 +23,6 @@ class TerminalOptions:
 
 def _paint(text: str, code: str, options: TerminalOptions) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if options.colour else text
-
-
-def safe_text(text: str) -> str:
-    """Model output made harmless for a terminal: control characters (escape sequences) shown
-    as `\\x1b`-style escapes, lines joined."""
-    text = text.replace("\r\n", "\n").replace("\n", " ⏎ ")
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
-
-
-def preview(text: str) -> str:
-    shown = safe_text(text)
-    return shown if len(shown) <= _PREVIEW_CHARS else shown[: _PREVIEW_CHARS - 1] + "…"
 
 
 def header(suite: Suite, scenarios: int, probes: int, calls: int) -> str:
@@ -94,7 +80,7 @@ def _probe_lines(result: ProbeResult, width: int, options: TerminalOptions) -> l
     indent = " " * 9
     lines.extend(f"{indent}- {a.message}" for a in result.failed_assertions)
     if result.error:
-        lines.append(f"{indent}error: {safe_text(result.error)}")
+        lines.append(f"{indent}error: {terminal_safe(result.error)}")
     if options.previews and result.status != "passed" and result.response is not None:
         lines.append(f"{indent}answer: {preview(result.response.text)}")
     return lines

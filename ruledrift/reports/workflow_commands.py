@@ -8,20 +8,19 @@ Pure renderings of a finished run; annotations never contain answer text, even w
 from __future__ import annotations
 
 import os
-import re
 import secrets
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
 from ruledrift.model import ProbeResult, RunResult, Severity
+from ruledrift.text import cut_text, escape_data, escape_property, repair_surrogates
 
 ANNOTATIONS_PER_LEVEL = 10  # GitHub keeps the first 10 errors, warnings and notices of a step
 MESSAGE_MAX_CHARS = 4096  # GitHub cuts an annotation's message there
 
 LEVELS: dict[Severity, str] = {"critical": "error", "warning": "warning", "info": "notice"}
 _SEVERITY_ORDER: tuple[Severity, ...] = ("critical", "warning", "info")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 Flagged = tuple[str, ProbeResult]  # a probe that did not pass, with its scenario's id
 
@@ -34,16 +33,6 @@ def enabled(environ: Mapping[str, str]) -> bool:
 # --- workflow commands -----------------------------------------------------------------------
 
 
-def escape_data(text: str) -> str:
-    """As actions/toolkit's `escapeData`: `%` first, then CR and LF."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(text: str) -> str:
-    """As actions/toolkit's `escapeProperty`: the data escapes, then `:` and `,`."""
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def workflow_command(
     name: str, message: str, properties: Mapping[str, str | int] | None = None
 ) -> str:
@@ -51,7 +40,7 @@ def workflow_command(
     lone surrogates, which cannot be written as UTF-8, replaced)."""
     listed = ",".join(f"{k}={escape_property(str(v))}" for k, v in (properties or {}).items())
     line = f"::{name}{' ' + listed if listed else ''}::{escape_data(message)}"
-    return _SURROGATE.sub("\ufffd", line)
+    return repair_surrogates(line)
 
 
 def stop_commands(text: str) -> str:
@@ -126,10 +115,6 @@ def _annotation(scenario: str, result: ProbeResult, file: str) -> str:
     properties: dict[str, str | int] = {"file": file, "line": probe.location.line, "title": title}
     message = cut_text(message or result.status, MESSAGE_MAX_CHARS)
     return workflow_command(LEVELS[probe.rule.severity], message, properties)
-
-
-def cut_text(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --- the job summary -------------------------------------------------------------------------

@@ -17,9 +17,9 @@ import pytest
 from ruledrift.adapters.base import AdapterError, CallContext, Completion
 from ruledrift.adapters.command import MAX_OUTPUT_BYTES, PROTOCOL, CommandAdapter
 from ruledrift.model import CommandAdapterConfig, Message
-from tests.processes import gone
+from tests.support import AGENTS
+from tests.support.processes import gone
 
-AGENTS = Path(__file__).resolve().parent / "agents"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "command-adapter"
 
 TURN = CallContext(suite="demo suite", scenario="smalltalk", kind="turn", turn=2)

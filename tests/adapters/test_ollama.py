@@ -14,17 +14,17 @@ from typing import Any, TypeVar
 import pytest
 
 from ruledrift.adapters.base import Adapter, AdapterError, CallContext, Completion
-from ruledrift.adapters.http import Retry
 from ruledrift.adapters.ollama import KEEP_ALIVE, OllamaAdapter
+from ruledrift.adapters.transport import Retry
 from ruledrift.config import load_suite
-from ruledrift.conversation import system_message
 from ruledrift.model import Message, OllamaAdapterConfig, RunResult
 from ruledrift.regex_workers import RegexEvaluator
 from ruledrift.runner import run_suite
-from tests.ollama_fake import RUNNER_STOPPED, FakeModel, FakeOllama, Fault, free_port
-from tests.ollama_fake.server import Messages
-from tests.openai_fake import FakeOpenAI
-from tests.suites import base_suite, write_suite
+from ruledrift.system_message import system_message
+from tests.support.ollama_fake import RUNNER_STOPPED, FakeModel, FakeOllama, Fault, free_port
+from tests.support.ollama_fake.server import Messages
+from tests.support.openai_fake import FakeOpenAI
+from tests.support.suites import base_suite, write_suite
 
 FAST = Retry(attempts=3, base_delay_s=0.01)
 TURN = CallContext("suite", "smalltalk", "turn", turn=1)

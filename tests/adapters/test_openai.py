@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from ruledrift.adapters.base import AdapterError, CallContext, Completion
-from ruledrift.adapters.http import Retry
 from ruledrift.adapters.openai import OpenAIAdapter
+from ruledrift.adapters.transport import Retry
 from ruledrift.errors import ExitCode, UsageError
 from ruledrift.model import Message, OpenAIAdapterConfig
 from tests.adapters.test_ollama import using
-from tests.ollama_fake import free_port
-from tests.openai_fake import FakeOpenAI
-from tests.suites import base_suite, write_suite
+from tests.support.ollama_fake import free_port
+from tests.support.openai_fake import FakeOpenAI
+from tests.support.suites import base_suite, write_suite
 
 KEY = "sk-test-5ecret-key-value"
 VARIABLE = "RULEDRIFT_TEST_API_KEY"

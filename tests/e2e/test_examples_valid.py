@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli_process import ruledrift
+from tests.support.cli_process import ruledrift
 
 ROOT = Path(__file__).parent.parent.parent
 EXAMPLES = ROOT / "examples"

@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 
 from tests.e2e.conftest import OLLAMA_MODEL, OPENAI_MODEL
 from tests.e2e.stack import ollama_loopback_server
-from tests.suites import write_suite
+from tests.support.suites import write_suite
 
 pytestmark = pytest.mark.e2e
 

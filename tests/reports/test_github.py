@@ -22,8 +22,8 @@ from ruledrift.model import (
 )
 from ruledrift.reports import github, job_summary
 from ruledrift.reports import workflow_commands as commands
-from tests.reports import factories
-from tests.reports.factories import ANSWER_LEAK, ANSWER_MARKERS
+from tests.support import results as factories
+from tests.support.results import ANSWER_LEAK, ANSWER_MARKERS
 
 CONFIG = "suites/secret.json"
 
@@ -82,17 +82,6 @@ def many_failures(count: int, severity: Severity = "critical") -> ScenarioResult
 
 
 # --- escaping --------------------------------------------------------------------------------
-
-
-def test_data_escapes_percent_first_then_cr_and_lf() -> None:
-    assert commands.escape_data("100%\r\n") == "100%25%0D%0A"
-    assert commands.escape_data("%0A::error::x") == "%250A::error::x"  # stays literal text
-    assert commands.escape_data("a:b,c") == "a:b,c"
-
-
-def test_properties_also_escape_colon_and_comma() -> None:
-    assert commands.escape_property("a:b,c%d\r\ne") == "a%3Ab%2Cc%25d%0D%0Ae"
-    assert commands.escape_property("%3A") == "%253A"
 
 
 @pytest.mark.parametrize(

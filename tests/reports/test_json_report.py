@@ -14,8 +14,8 @@ from jsonschema import Draft202012Validator
 
 from ruledrift.reports.files import write_atomic
 from ruledrift.reports.json_report import REPORT_VERSION, render_json
-from tests.reports import factories
-from tests.reports.factories import (
+from tests.support import results as factories
+from tests.support.results import (
     ANSWER_CONTROL,
     ANSWER_LEAK,
     ANSWER_MARKERS,

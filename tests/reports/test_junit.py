@@ -12,9 +12,9 @@ import pytest
 import xmlschema
 
 from ruledrift.reports.files import write_atomic
-from ruledrift.reports.junit import render_junit, xml_safe
-from tests.reports import factories
-from tests.reports.factories import (
+from ruledrift.reports.junit import render_junit
+from tests.support import results as factories
+from tests.support.results import (
     ANSWER_LEAK,
     ANSWER_MARKERS,
     ANSWER_OK,
@@ -173,13 +173,6 @@ def test_forbidden_characters_are_escaped_and_the_file_still_validates(
     assert schema.is_valid(str(path))
     out = cases(ET.parse(path).getroot())["control-chars"].findtext("system-out")
     assert out == "NUL\\x00 ESC\\x1b[31mred\\x1b[0m BOM-ish\\ufffe lone\\ud800 [answer-ctl-e0c2]"
-
-
-def test_xml_safe_escapes_only_what_xml_forbids() -> None:
-    assert xml_safe("a\x00b\x1bc\x08\x0b\x0c\x1f") == "a\\x00b\\x1bc\\x08\\x0b\\x0c\\x1f"
-    assert xml_safe("\ufffe\uffff\ud800\udfff") == "\\ufffe\\uffff\\ud800\\udfff"
-    kept = "tab\t lf\n cr\r é \x7f \ufffd \ue000 🙂 \U0010ffff ]]> <&>"
-    assert xml_safe(kept) == kept
 
 
 def test_forbidden_characters_in_names_and_errors_are_escaped(

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from ruledrift.adapters.sidecar import PullProgress
+from ruledrift.ollama.api import PullProgress
 from ruledrift.reports.pull_progress import PullProgressPrinter, human_bytes
 
 LAYER = "sha256:6e4c38e1172f42fdbff13edf9a7a017679fb82b0fde415a3e8b3c31c6ed4a4e4"

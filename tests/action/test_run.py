@@ -17,14 +17,17 @@ from typing import Any
 
 import pytest
 
-from ruledrift import action as entrypoint
-from ruledrift import action_files, action_inputs
-from tests.ollama_fake import OLLAMA_BIN, FakeOllama, free_port
-from tests.suites import base_suite, write_suite
+from ruledrift.action import files as action_files
+from ruledrift.action import inputs as action_inputs
+from ruledrift.action import outputs as action_outputs
+from ruledrift.action import run as entrypoint
+from tests.support import AGENTS
+from tests.support.ollama_fake import OLLAMA_BIN, FakeOllama, free_port
+from tests.support.suites import base_suite, write_suite
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = ROOT / "entrypoint.py"
-SCRIPTED = ROOT / "tests" / "agents" / "scripted.py"
+SCRIPTED = AGENTS / "scripted.py"
 REPORT_OUTPUTS = ("exit-code", "status", "probes", "passed", "failed", "errors", "json", "junit")
 
 
@@ -620,17 +623,21 @@ def test_auto_never_probes_a_url_that_is_not_loopback(
     monkeypatch.setattr(entrypoint, "server_answers", no_network)
     suite = entrypoint.try_load_suite(str(write_suite(tmp_path, ollama_suite("http://10.1.2.3"))))
     assert suite is not None
-    sidecar, reason = entrypoint.decide_sidecar(settings(), suite)
+    sidecar, reason = entrypoint.decide_server(settings(), suite)
     assert not sidecar
     assert "is not a loopback address" in reason
-    sidecar, _ = entrypoint.decide_sidecar(settings(base_url="http://ollama:11434"), suite)
+    sidecar, _ = entrypoint.decide_server(settings(base_url="http://ollama:11434"), suite)
     assert not sidecar
+
+
+def run_arguments(settings: action_inputs.Settings, managed: bool) -> list[str]:
+    """The `ruledrift run` line the action logs for these inputs."""
+    request, display = entrypoint.run_request(settings, managed)
+    return [*request.argv(), *display.argv()]
 
 
 def test_run_arguments() -> None:
-    argv = entrypoint.run_arguments(
-        settings(model="m:1b", args=("--quiet",), junit="j.xml"), True, "r.json"
-    )
+    argv = run_arguments(settings(model="m:1b", args=("--quiet",), junit="j.xml"), True)
     assert argv == [
         "run",
         "suite.json",
@@ -647,10 +654,10 @@ def test_run_arguments() -> None:
         ".ruledrift/ollama-models",
         "--quiet",
     ]
-    external = entrypoint.run_arguments(settings(base_url="http://ollama:11434"), False, "r.json")
+    external = run_arguments(settings(base_url="http://ollama:11434"), False)
     assert external[-2:] == ["--base-url", "http://ollama:11434"]
     assert "--models-dir" not in external
-    assert entrypoint.run_arguments(settings(config="-odd.json"), False, "r")[1] == "./-odd.json"
+    assert run_arguments(settings(config="-odd.json"), False)[1] == "./-odd.json"
 
 
 @pytest.mark.parametrize(
@@ -673,7 +680,7 @@ def test_options_with_an_input_of_their_own(token: str, input_name: str | None) 
 
 
 def test_escaping_matches_actions_toolkit() -> None:
-    assert entrypoint.error_command("m\n", "t: x") == "::error title=t%3A x::m%0A"
+    assert action_outputs.error_command("m\n", "t: x") == "::error title=t%3A x::m%0A"
 
 
 def test_outputs_round_trip_through_the_heredoc_format(tmp_path: Path) -> None:
@@ -682,7 +689,7 @@ def test_outputs_round_trip_through_the_heredoc_format(tmp_path: Path) -> None:
         "earlier<<ghadelimiter_00000000-0000-0000-0000-000000000000\nx\n"
         "ghadelimiter_00000000-0000-0000-0000-000000000000\n"
     )
-    entrypoint.write_outputs(str(path), {"status": "failed", "json": "a b/c.json", "empty": ""})
+    action_outputs.write_outputs(str(path), {"status": "failed", "json": "a b/c.json", "empty": ""})
     assert parse_outputs(path.read_text()) == {
         "earlier": "x",
         "status": "failed",
@@ -704,7 +711,7 @@ def test_created_root(tmp_path: Path) -> None:
 
 
 def test_outputs_for_a_run_without_a_report() -> None:
-    assert entrypoint.outputs_for(3, None, "", "") == {
+    assert action_outputs.outputs_for(3, None) == {
         "exit-code": "3",
         "status": "error",
         "probes": "0",
@@ -714,4 +721,4 @@ def test_outputs_for_a_run_without_a_report() -> None:
         "json": "",
         "junit": "",
     }
-    assert tuple(entrypoint.outputs_for(0, None, "", "")) == REPORT_OUTPUTS
+    assert tuple(action_outputs.outputs_for(0, None)) == REPORT_OUTPUTS

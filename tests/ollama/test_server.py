@@ -1,4 +1,5 @@
-"""The Ollama sidecar against real processes: the `ollama` stand-in in tests/ollama_fake/bin, which
+"""The managed Ollama server against real processes: the `ollama` stand-in in
+tests/support/ollama_fake/bin, which
 serves the loopback fake when called as `ollama serve` and misbehaves on demand (FAKE_OLLAMA_*
 variables, described in that file). Pulls against any server use the in-process fake."""
 
@@ -13,26 +14,19 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 import pytest
 
-from ruledrift.adapters import sidecar
-from ruledrift.adapters.sidecar import (
-    OllamaSidecar,
-    PullProgress,
-    SidecarSettings,
-    default_models_dir,
-    ensure_model,
-    has_model,
-    pull_model,
-)
 from ruledrift.errors import AdapterError
-from tests.ollama_fake import OLLAMA_BIN, PULL_MISSING, FakeOllama, Fault
-from tests.processes import alive, gone, interruptible
+from ruledrift.ollama import server as sidecar
+from ruledrift.ollama.api import PullProgress, has_model
+from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_models_dir
+from tests.support.ollama_fake import OLLAMA_BIN
+from tests.support.processes import alive, gone, interruptible
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG = 30.0  # an upper bound that only says "did not hang"
@@ -53,8 +47,8 @@ def models(tmp_path: Path) -> Path:
     return tmp_path / "models"
 
 
-def settings(models: Path, **changes: Any) -> SidecarSettings:
-    return SidecarSettings(**{"models_dir": models, "executable": str(OLLAMA_BIN), **changes})
+def settings(models: Path, **changes: Any) -> ServerSettings:
+    return ServerSettings(**{"models_dir": models, "executable": str(OLLAMA_BIN), **changes})
 
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -67,11 +61,11 @@ def record(models: Path) -> dict[str, Any]:
     return seen
 
 
-def started_and_stopped(config: SidecarSettings) -> tuple[OllamaSidecar, dict[str, Any]]:
+def started_and_stopped(config: ServerSettings) -> tuple[ManagedOllama, dict[str, Any]]:
     """Start, look around inside, stop. Returns the stopped sidecar and what was seen."""
 
-    async def scenario() -> tuple[OllamaSidecar, dict[str, Any]]:
-        async with OllamaSidecar(config) as server:
+    async def scenario() -> tuple[ManagedOllama, dict[str, Any]]:
+        async with ManagedOllama(config) as server:
             assert server.pid is not None
             seen: dict[str, Any] = {
                 "pid": server.pid,
@@ -84,10 +78,10 @@ def started_and_stopped(config: SidecarSettings) -> tuple[OllamaSidecar, dict[st
     return run(scenario())
 
 
-def failure(config: SidecarSettings) -> tuple[str, float, int | None]:
+def failure(config: ServerSettings) -> tuple[str, float, int | None]:
     """The AdapterError message of a start that fails, how long the failure took, and the pid of
     the server that was started (None if none was)."""
-    server = OllamaSidecar(config)
+    server = ManagedOllama(config)
     begun = time.monotonic()
     with pytest.raises(AdapterError) as raised:
         run(server.__aenter__())
@@ -137,7 +131,7 @@ def test_the_defaults_are_one_slot_and_a_long_keep_alive(models: Path) -> None:
 
 def test_ollama_is_found_on_path(models: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", f"{OLLAMA_BIN.parent}{os.pathsep}{os.environ['PATH']}")
-    server, _ = started_and_stopped(SidecarSettings(models_dir=models))
+    server, _ = started_and_stopped(ServerSettings(models_dir=models))
     assert server.executable == str(OLLAMA_BIN)
 
 
@@ -145,7 +139,7 @@ def test_ruledrift_ollama_bin_names_the_executable(
     models: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RULEDRIFT_OLLAMA_BIN", str(OLLAMA_BIN))  # not on PATH
-    server, _ = started_and_stopped(SidecarSettings(models_dir=models))
+    server, _ = started_and_stopped(ServerSettings(models_dir=models))
     assert server.executable == str(OLLAMA_BIN)
 
 
@@ -153,12 +147,12 @@ def test_a_missing_ollama_says_how_to_install_it(
     models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "tmp"))
-    message, _, _ = failure(SidecarSettings(models_dir=models))
+    message, _, _ = failure(ServerSettings(models_dir=models))
     assert "the ollama executable was not found on PATH" in message
     assert "https://ollama.com/download" in message
     assert "RULEDRIFT_OLLAMA_BIN" in message
     monkeypatch.setenv("RULEDRIFT_OLLAMA_BIN", str(tmp_path / "no-such-ollama"))
-    message, _, _ = failure(SidecarSettings(models_dir=models))
+    message, _, _ = failure(ServerSettings(models_dir=models))
     assert message.startswith(f"RULEDRIFT_OLLAMA_BIN '{tmp_path / 'no-such-ollama'}' is not")
     assert not models.exists()  # nothing was done
 
@@ -283,7 +277,7 @@ def test_cancelling_inside_the_block_stops_the_server(models: Path, tmp_path: Pa
         pids: list[int] = []
 
         async def body() -> None:
-            async with OllamaSidecar(settings(models)) as server:
+            async with ManagedOllama(settings(models)) as server:
                 assert server.pid is not None
                 pids.append(server.pid)
                 inside.set()
@@ -306,7 +300,7 @@ def test_cancelling_while_waiting_for_readiness_stops_the_server(
     monkeypatch.setenv("FAKE_OLLAMA_START_DELAY", "300")
 
     async def scenario() -> int:
-        server = OllamaSidecar(settings(models))
+        server = ManagedOllama(settings(models))
         task = asyncio.create_task(server.__aenter__())
         for _ in range(int(HANG / 0.05)):
             if server.pid is not None:
@@ -326,10 +320,10 @@ def test_ctrl_c_stops_the_server(models: Path, tmp_path: Path) -> None:
     script = (
         "import asyncio, sys\n"
         "from pathlib import Path\n"
-        "from ruledrift.adapters.sidecar import OllamaSidecar, SidecarSettings\n"
+        "from ruledrift.ollama.server import ManagedOllama, ServerSettings\n"
         "async def main():\n"
-        "    config = SidecarSettings(models_dir=Path(sys.argv[1]), executable=sys.argv[2])\n"
-        "    async with OllamaSidecar(config) as server:\n"
+        "    config = ServerSettings(models_dir=Path(sys.argv[1]), executable=sys.argv[2])\n"
+        "    async with ManagedOllama(config) as server:\n"
         "        print(server.pid, flush=True)\n"
         "        await asyncio.sleep(3600)\n"
         "asyncio.run(main())\n"
@@ -364,7 +358,7 @@ def test_a_missing_model_is_pulled_once_into_the_models_directory(
 ) -> None:
     async def start_and_ensure() -> tuple[bool, list[PullProgress], bool]:
         events: list[PullProgress] = []
-        async with OllamaSidecar(settings(models)) as server:
+        async with ManagedOllama(settings(models)) as server:
             pulled = await server.ensure_model("qwen3:1.7b", events.append)
             present = await has_model(server.base_url, "qwen3:1.7b")
         return pulled, events, present
@@ -395,7 +389,7 @@ def test_a_pull_that_fails_mid_stream_quotes_the_server_log(
     events: list[PullProgress] = []
 
     async def scenario() -> str:
-        async with OllamaSidecar(settings(models)) as server:
+        async with ManagedOllama(settings(models)) as server:
             with pytest.raises(AdapterError) as raised:
                 await server.ensure_model("qwen3:1.7b", events.append)
             assert not await has_model(server.base_url, "qwen3:1.7b")
@@ -418,8 +412,8 @@ def test_a_server_that_dies_during_the_run_is_reported_with_its_log(
 ) -> None:
     monkeypatch.setenv("FAKE_OLLAMA_DIE_AFTER", "2")
 
-    async def scenario() -> tuple[OllamaSidecar, str, str]:
-        async with OllamaSidecar(settings(models)) as server:
+    async def scenario() -> tuple[ManagedOllama, str, str]:
+        async with ManagedOllama(settings(models)) as server:
             for _ in range(int(HANG / 0.05)):
                 if server.returncode is not None:
                     break
@@ -448,99 +442,3 @@ def test_the_log_tail_is_the_last_lines(models: Path) -> None:
     server, _ = started_and_stopped(settings(models))
     assert len(server.log_tail(2).splitlines()) == 2
     assert server.log_tail(2) == "\n".join(server.log_tail().splitlines()[-2:])
-
-
-# --- pulls against any server -------------------------------------------------------------------
-
-
-def test_model_names_compare_as_in_ollama() -> None:
-    async def scenario(url: str) -> list[bool]:
-        names = [
-            "qwen3:1.7b",
-            "QWEN3:1.7B",
-            "registry.ollama.ai/library/qwen3:1.7b",
-            "library/qwen3:1.7b",
-            "smollm2",
-            "smollm2:latest",
-            "someone/tool:v1",
-            "qwen3",  # means qwen3:latest
-            "qwen3:0.6b",
-            "tool:v1",  # library/tool, not someone/tool
-        ]
-        return [await has_model(url, name) for name in names]
-
-    with FakeOllama(["qwen3:1.7b", "smollm2", "someone/tool:v1"]) as fake:
-        assert run(scenario(fake.base_url)) == [True] * 7 + [False] * 3
-
-
-def test_pull_model_works_against_any_server_and_ensure_model_skips_present_models() -> None:
-    events: list[PullProgress] = []
-    with FakeOllama([]) as fake:
-        assert run(ensure_model(fake.base_url, "smollm2:135m", events.append))
-        assert events[-1] == PullProgress("success")
-        assert not run(ensure_model(fake.base_url, "smollm2:135m", events.append))
-        pulls = [r.body for r in fake.requests if r.path == "/api/pull"]
-    assert pulls == [{"model": "smollm2:135m", "stream": True}]
-
-
-def test_a_loopback_server_is_reached_around_a_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens there
-    monkeypatch.delenv("NO_PROXY", raising=False)
-    monkeypatch.delenv("no_proxy", raising=False)
-    with FakeOllama(["qwen3:1.7b"]) as fake:
-        assert run(has_model(fake.base_url, "qwen3:1.7b"))
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeOllama]:
-    with FakeOllama([]) as server:
-        yield server
-
-
-def pull_failure(fake: FakeOllama, model: str = "qwen3:1.7b") -> str:
-    with pytest.raises(AdapterError) as raised:
-        run(pull_model(fake.base_url, model, lambda _: None))
-    return str(raised.value)
-
-
-def test_a_model_the_registry_does_not_have(fake: FakeOllama) -> None:
-    message = pull_failure(fake, "no-such-model:1b")
-    assert (
-        message == f"pulling no-such-model:1b from Ollama at {fake.base_url} failed: {PULL_MISSING}"
-    )
-
-
-@pytest.mark.parametrize(
-    ("fault", "problem"),
-    [
-        (Fault("eof"), "failed: the progress stream ended without a success line"),
-        (Fault("error_line", error="disk full"), "failed: disk full"),
-        (Fault(status=500, error="internal"), "failed: internal (HTTP 500)"),
-        (Fault("invalid_json"), "failed: a progress line is not JSON: '<html><body>502"),
-        (Fault("disconnect"), "failed to pull qwen3:1.7b: Server disconnected"),
-    ],
-)
-def test_a_failed_pull(fake: FakeOllama, fault: Fault, problem: str) -> None:
-    fake.add_fault(Fault(**{**fault.__dict__, "path": "/api/pull"}))
-    message = pull_failure(fake)
-    assert message.startswith(f"pulling qwen3:1.7b from Ollama at {fake.base_url} failed") or (
-        message.startswith(f"Ollama at {fake.base_url} failed to pull")
-    )
-    assert problem in message
-    assert not run(has_model(fake.base_url, "qwen3:1.7b"))
-
-
-def test_an_unreachable_server() -> None:
-    with socket.socket() as unused:
-        unused.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{unused.getsockname()[1]}"
-        with pytest.raises(AdapterError) as raised:
-            run(ensure_model(url, "qwen3:1.7b", lambda _: None))
-    assert str(raised.value).startswith(f"could not connect to Ollama at {url} to list its models")
-
-
-def test_a_server_that_lists_no_models(fake: FakeOllama) -> None:
-    fake.add_fault(Fault(status=500, error="boom", path="/api/tags"))
-    with pytest.raises(AdapterError, match=r"could not list its models: boom \(HTTP 500\)"):
-        run(has_model(fake.base_url, "qwen3:1.7b"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from tests.ollama_fake.server import (
+from tests.support.ollama_fake.server import (
     BUSY,
     PULL_MISSING,
     RUNNER_STOPPED,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ruledrift.adapters.http import is_loopback
+from ruledrift.adapters.transport import is_loopback
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.ollama_fake.server import Answer, RecordedRequest, count_prompt, echo_answer, tokens
+from tests.support.ollama_fake.server import (
+    Answer,
+    RecordedRequest,
+    count_prompt,
+    echo_answer,
+    tokens,
+)
 
 
 @dataclass

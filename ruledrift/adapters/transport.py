@@ -1,10 +1,12 @@
-"""What the HTTP adapters (ollama.py, openai.py) share: JSON requests over one httpx client with
-a deadline per call, bounded retries of transient failures, the translation of every httpx
-exception and error body into an AdapterError that names the cause and the fix, and the check
-that catches a server which silently dropped messages to fit its context window.
+"""The HTTP transport of the adapters and of the Ollama client (ruledrift/ollama/): JSON requests
+over one httpx client with a deadline per call, bounded retries of transient failures, streamed
+JSON lines, and the translation of every httpx exception and error body into an AdapterError that
+names the cause and the fix. Nothing else in RuleDrift imports httpx.
 
-No message built here holds a request header, and every message is scrubbed of the secrets the
-adapter names (an API key a server echoes back in its error is replaced by ***).
+Every message names the server and what was being done (`could not connect to Ollama at URL to
+list its models: …`, `Ollama at URL could not list its models: boom (HTTP 500)`). No message
+holds a request header, and every message is scrubbed of the secrets the adapter names (an API
+key a server echoes back in its error is replaced by ***).
 """
 
 from __future__ import annotations
@@ -13,20 +15,17 @@ import asyncio
 import contextlib
 import ipaddress
 import json
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 import ruledrift
-from ruledrift.adapters.base import AdapterError, CallContext
+from ruledrift.errors import AdapterError
 
 RETRY_STATUSES = frozenset({503})  # the server is busy or starting: worth another try
-_OVERFLOW_WORDS = re.compile(r"exceed|maximum|longer than|too long|too large", re.IGNORECASE)
-_CONTEXT_WORDS = re.compile(r"context[ _-]?(length|size|window)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,6 @@ class Retry:
         return self.base_delay_s * 2.0 ** (retry - 1)
 
 
-NO_DELAY = Retry(base_delay_s=0.0)
 DEFAULT_RETRY = Retry()
 
 
@@ -54,18 +52,25 @@ class Server:
     timeout_ms: int
     not_running: str  # after "could not connect to NAME at URL: "
     wrong_url: str  # after an answer that is no answer of this kind of server
+    too_slow: str = (  # after "NAME at URL did not answer … within N s"
+        'raise "timeoutMs" in the adapter configuration if the model is slow. Time spent '
+        "waiting in the server's queue counts too (lower --concurrency)"
+    )
 
 
 Explain = Callable[[int, str], str | None]  # (HTTP status, error text) → message, or None
 
 
-def _no_explanation(status: int, text: str) -> str | None:
+def no_explanation(status: int, text: str) -> str | None:
     return None
 
 
 class JsonClient:
     """JSON over HTTP to one server. Every method returns parsed JSON or raises AdapterError;
-    each call (retries and their waits included) ends within the server's `timeout_ms`."""
+    each call (retries and their waits included) ends within the server's `timeout_ms`.
+
+    `doing` names the operation in messages ("list its models"); without it a message names the
+    method and path."""
 
     def __init__(
         self,
@@ -74,7 +79,7 @@ class JsonClient:
         headers: Mapping[str, str] | None = None,
         secrets: Sequence[str] = (),
         retry: Retry = DEFAULT_RETRY,
-        explain: Explain = _no_explanation,
+        explain: Explain = no_explanation,
     ) -> None:
         self.server = server
         self._secrets = tuple(s for s in secrets if s)
@@ -88,12 +93,52 @@ class JsonClient:
             trust_env=not is_loopback(server.base_url),  # no proxy between us and a local server
         )
 
-    async def get(self, path: str, *, missing_ok: bool = False) -> Any:
-        """GET `path`; with `missing_ok`, a 404 returns None."""
-        return await self._call("GET", path, None, missing_ok)
+    @property
+    def where(self) -> str:
+        return f"{self.server.name} at {self.server.base_url}"
 
-    async def post(self, path: str, body: Mapping[str, object]) -> Any:
-        return await self._call("POST", path, body, False)
+    async def get(self, path: str, *, missing_ok: bool = False, doing: str | None = None) -> Any:
+        """GET `path`; with `missing_ok`, a 404 returns None."""
+        return await self._call("GET", path, None, missing_ok, doing)
+
+    async def post(self, path: str, body: Mapping[str, object], *, doing: str | None = None) -> Any:
+        return await self._call("POST", path, body, False, doing)
+
+    async def status(self, path: str, timeout_s: float) -> int | str:
+        """One GET of `path` within `timeout_s`, no retry: the HTTP status, or what went wrong
+        (`All connection attempts failed`). For "does a server answer there?" questions."""
+        try:
+            response = await self._client.get(path, timeout=timeout_s)
+        except httpx.HTTPError as error:
+            return describe_error(error)
+        return response.status_code
+
+    async def stream_lines(
+        self,
+        path: str,
+        body: Mapping[str, object],
+        *,
+        doing: str,
+        failed: str,
+        idle_timeout_s: float,
+    ) -> AsyncIterator[str]:
+        """POST `body` and yield the answer's non-empty lines as they arrive (Ollama's streamed
+        progress), allowing `idle_timeout_s` of silence between two. A non-2xx answer raises
+        AdapterError `{failed}: {the server's error text} (HTTP status)`."""
+        timeout = httpx.Timeout(self.server.timeout_ms / 1000, read=idle_timeout_s)
+        try:
+            async with self._client.stream("POST", path, json=body, timeout=timeout) as response:
+                if response.is_error:
+                    await response.aread()
+                    status, text = response.status_code, error_text(response)
+                    raise self.error(f"{failed}: {text} (HTTP {status})")
+                async for line in response.aiter_lines():
+                    if line.strip():
+                        yield line
+        except httpx.ConnectError as error:
+            raise self._connect_error(error, doing, attempts=1) from None
+        except httpx.HTTPError as error:
+            raise self._broken(error, "POST", path, doing) from None
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -105,36 +150,38 @@ class JsonClient:
         return AdapterError(message)
 
     async def _call(
-        self, method: str, path: str, body: Mapping[str, object] | None, missing_ok: bool
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, object] | None,
+        missing_ok: bool,
+        doing: str | None,
     ) -> Any:
         limit_s = self.server.timeout_ms / 1000
         try:
             async with asyncio.timeout(limit_s):
-                response = await self._send(method, path, body)
+                response = await self._send(method, path, body, doing)
         except (TimeoutError, httpx.TimeoutException):
             raise self.error(
-                f"{self.server.name} at {self.server.base_url} did not answer {method} {path} "
-                f"within {limit_s:g} s (timeoutMs is {self.server.timeout_ms}): raise "
-                '"timeoutMs" in the adapter configuration if the model is slow. Time spent '
-                "waiting in the server's queue counts too (lower --concurrency)"
+                f"{self.where} did not answer {method} {path} within {limit_s:g} s "
+                f"(timeoutMs is {self.server.timeout_ms}): {self.server.too_slow}"
             ) from None
         if missing_ok and response.status_code == 404:
             return None
         if response.is_error:
-            raise self._status_error(response, method, path)
+            raise self._status_error(response, method, path, doing)
         try:
             return response.json()
         except ValueError:
             # not quoted: the body may carry model output, which stays out of reports
             kind = response.headers.get("content-type", "no Content-Type")
             raise self.error(
-                f"{self.server.name} at {self.server.base_url} answered {method} {path} with a "
-                f"body that is not JSON ({kind}, {len(response.content)} bytes): "
-                f"{self.server.wrong_url}"
+                f"{self.where} answered {method} {path} with a body that is not JSON ({kind}, "
+                f"{len(response.content)} bytes): {self.server.wrong_url}"
             ) from None
 
     async def _send(
-        self, method: str, path: str, body: Mapping[str, object] | None
+        self, method: str, path: str, body: Mapping[str, object] | None, doing: str | None
     ) -> httpx.Response:
         """The response, after up to `attempts` tries of connect errors and HTTP 503."""
         for attempt in range(1, self._retry.attempts + 1):
@@ -143,33 +190,45 @@ class JsonClient:
                 response = await self._client.request(method, path, json=body)
             except httpx.ConnectError as error:
                 if last:
-                    raise self._connect_error(error) from None
+                    raise self._connect_error(error, doing, self._retry.attempts) from None
             except httpx.TimeoutException:
                 raise  # the deadline is the caller's
             except httpx.HTTPError as error:
-                raise self.error(
-                    f"the connection to {self.server.name} at {self.server.base_url} failed "
-                    f"during {method} {path}: {describe_error(error)}"
-                ) from None
+                raise self._broken(error, method, path, doing) from None
             else:
                 if response.status_code not in RETRY_STATUSES or last:
                     return response
             await asyncio.sleep(self._retry.delay_s(attempt))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _connect_error(self, error: httpx.ConnectError) -> AdapterError:
+    def _connect_error(
+        self, error: httpx.ConnectError, doing: str | None, attempts: int
+    ) -> AdapterError:
+        purpose = f" to {doing}" if doing else ""
+        tries = f"; tried {attempts} times" if attempts > 1 else ""
         return self.error(
-            f"could not connect to {self.server.name} at {self.server.base_url}: "
-            f"{self.server.not_running} ({describe_error(error)}; "
-            f"tried {self._retry.attempts} times)"
+            f"could not connect to {self.where}{purpose}: {self.server.not_running} "
+            f"({describe_error(error)}{tries})"
         )
 
-    def _status_error(self, response: httpx.Response, method: str, path: str) -> AdapterError:
+    def _broken(
+        self, error: httpx.HTTPError, method: str, path: str, doing: str | None
+    ) -> AdapterError:
+        if doing:
+            return self.error(f"{self.where} failed to {doing}: {describe_error(error)}")
+        return self.error(
+            f"the connection to {self.where} failed during {method} {path}: {describe_error(error)}"
+        )
+
+    def _status_error(
+        self, response: httpx.Response, method: str, path: str, doing: str | None = None
+    ) -> AdapterError:
         status, text = response.status_code, error_text(response)
         explained = self._explain(status, text)
+        if explained is None and doing:
+            explained = f"{self.where} could not {doing}: {text} (HTTP {status})"
         if explained is None:
-            where = f"{self.server.name} at {self.server.base_url}"
-            explained = f"{where} answered HTTP {status} to {method} {path}: {text}"
+            explained = f"{self.where} answered HTTP {status} to {method} {path}: {text}"
             if status == 404:
                 explained += f" ({self.server.wrong_url})"
         if status in RETRY_STATUSES:
@@ -195,47 +254,6 @@ def error_text(response: httpx.Response) -> str:
     return str(error) if error is not None else response.text.strip()[:300]
 
 
-def overflow_message(text: str, fix: str) -> str | None:
-    """The message for an error that says the prompt did not fit the context window (llama.cpp's
-    exceed_context_size_error, vLLM's and OpenAI's "maximum context length"), or None."""
-    if _CONTEXT_WORDS.search(text) and _OVERFLOW_WORDS.search(text):
-        return f"the conversation no longer fits the model's context window ({text}). {fix}"
-    return None
-
-
-@dataclass
-class PromptGrowth:
-    """Catches a server that silently dropped the oldest messages to fit its context window
-    (Ollama does, unless `truncate: false` is honoured; so does Ollama's /v1). Within one
-    scenario every call extends the conversation of the latest turn, so the prompt tokens the
-    server reports must grow; if a call with more messages used no more tokens, messages were
-    cut and the answer says nothing about drift."""
-
-    _turns: dict[tuple[str, str], tuple[int, int, int]] = field(default_factory=dict)
-
-    def check(self, context: CallContext, messages: int, tokens: object) -> str | None:
-        """A description of the cut, or None. Remembers turn calls (probes branch off them)."""
-        if not isinstance(tokens, int) or isinstance(tokens, bool):
-            return None
-        key = (context.suite, context.scenario)
-        latest = self._turns.get(key)
-        if latest is not None:
-            turn, before_messages, before_tokens = latest
-            if messages > before_messages and tokens <= before_tokens:
-                call = (
-                    f"turn {context.turn}" if context.kind == "turn" else f'probe "{context.probe}"'
-                )
-                return (
-                    f'the server dropped messages of scenario "{context.scenario}" to fit its '
-                    f"context window: {call} sent {messages} messages, but its prompt used "
-                    f"{tokens} tokens, no more than the {before_messages} messages of turn "
-                    f"{turn} ({before_tokens} tokens)"
-                )
-        if context.kind == "turn":
-            self._turns[key] = (context.turn or 0, messages, tokens)
-        return None
-
-
 def is_loopback(url: str) -> bool:
     """Whether the URL's host is loopback (proxy variables never apply to it)."""
     try:
@@ -254,19 +272,3 @@ def describe_error(error: httpx.HTTPError) -> str:
     if isinstance(error, httpx.TimeoutException) and not str(error):
         return "timed out"
     return str(error) or type(error).__name__
-
-
-def answer_metadata(
-    reported: Mapping[str, Any], names: Mapping[str, str], *, cut: bool, thinking: object
-) -> dict[str, object]:
-    """A Completion's metadata: what the server reported (`names` maps its keys to ours), `cut`
-    when a length limit cut the answer, and the length of any thinking text, never the text
-    (metadata goes into every report)."""
-    metadata = {
-        ours: reported[theirs] for theirs, ours in names.items() if reported.get(theirs) is not None
-    }
-    if isinstance(thinking, str) and thinking:
-        metadata["thinkingChars"] = len(thinking)
-    if cut:
-        metadata["cut"] = True
-    return metadata

@@ -1,15 +1,13 @@
-"""An `ollama serve` of our own for one run (`--start-ollama`), and model pulls (`ruledrift pull`).
+"""The managed Ollama server: an `ollama serve` of our own for one run (`--start-ollama`).
 
 The server starts in a session of its own on a free loopback port, logs to a file in a temporary
 directory, and is always stopped: SIGTERM to its process group, SIGKILL after a grace period, also
 when the run fails or is cancelled. Every failure is an `AdapterError` that quotes the server's log.
-The lifecycle and its failure modes are described in docs/ollama.md (Managed Ollama sidecar)."""
+The lifecycle and its failure modes are described in docs/ollama.md (The managed Ollama server)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import os
 import shutil
 import signal
@@ -17,16 +15,13 @@ import socket
 import tempfile
 import textwrap
 from asyncio.subprocess import DEVNULL, STDOUT, Process
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from ruledrift.adapters.http import describe_error, error_text, is_loopback
-from ruledrift.adapters.ollama_names import full_model_name
-from ruledrift.adapters.processes import describe_exit
+from ruledrift.adapters.processes import describe_exit, kill_group, signal_group
+from ruledrift.adapters.transport import Retry
 from ruledrift.errors import AdapterError
+from ruledrift.ollama.api import OllamaAPI, OnProgress
 
 BIN_VARIABLE = "RULEDRIFT_OLLAMA_BIN"
 INSTALL_HINT = (
@@ -40,9 +35,6 @@ _READY_TRY_S = 1.0  # one readiness request may take this long
 _READY_INTERVAL_S = (0.05, 0.25)  # pause between readiness tries: doubles from first to last
 _REAP_S = 5.0  # after SIGKILL, how long to wait for the exit to be reported
 _PORT_ATTEMPTS = 3  # starts on a new port when another process took ours first
-PULL_READ_TIMEOUT_S = 300.0  # silence allowed between two progress lines (a big digest check)
-_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
-_PULL_TIMEOUT = httpx.Timeout(30.0, connect=10.0, read=PULL_READ_TIMEOUT_S)
 
 
 def default_models_dir() -> Path:
@@ -52,7 +44,7 @@ def default_models_dir() -> Path:
 
 
 @dataclass(frozen=True)
-class SidecarSettings:
+class ServerSettings:
     models_dir: Path
     num_parallel: int = 1  # OLLAMA_NUM_PARALLEL: match --concurrency
     keep_alive: str = "24h"  # OLLAMA_KEEP_ALIVE: the model stays loaded for the whole run
@@ -61,25 +53,15 @@ class SidecarSettings:
     executable: str | None = None  # None: $RULEDRIFT_OLLAMA_BIN, else "ollama" on PATH
 
 
-@dataclass(frozen=True)
-class PullProgress:
-    """One progress line of `POST /api/pull`."""
-
-    status: str  # "pulling manifest", "pulling 6e4c38e1172f", "verifying sha256 digest", "success"
-    digest: str | None = None  # the layer being downloaded ("sha256:…")
-    total: int | None = None  # its size in bytes
-    completed: int | None = None  # bytes downloaded so far
-
-
 class _PortTaken(Exception):
     pass
 
 
-class OllamaSidecar:
-    """`async with OllamaSidecar(settings) as server:` starts `ollama serve` and waits until it
+class ManagedOllama:
+    """`async with ManagedOllama(settings) as server:` starts `ollama serve` and waits until it
     answers; leaving the block stops it and everything it started."""
 
-    def __init__(self, settings: SidecarSettings) -> None:
+    def __init__(self, settings: ServerSettings) -> None:
         self._settings = settings
         self._port = 0
         self._process: Process | None = None
@@ -90,7 +72,7 @@ class OllamaSidecar:
         self.executable: str | None = None  # the resolved path, once started
         self.version: str | None = None  # from GET /api/version, once ready
 
-    async def __aenter__(self) -> OllamaSidecar:
+    async def __aenter__(self) -> ManagedOllama:
         self.executable = _find_executable(self._settings.executable)
         _make_models_dir(self._settings.models_dir)
         for attempt in range(1, _PORT_ATTEMPTS + 1):
@@ -151,10 +133,12 @@ class OllamaSidecar:
         if code is not None and not self._stopping:
             raise self._with_log(f"ollama serve {describe_exit(code)} during the run")
 
-    async def ensure_model(self, model: str, on_progress: Callable[[PullProgress], None]) -> bool:
-        """The module's `ensure_model` against this server; its errors quote the server's log."""
+    async def ensure_model(self, model: str, on_progress: OnProgress) -> bool:
+        """Pull `model` into this server unless it has it (True if it pulled); errors quote the
+        server's log."""
         try:
-            return await ensure_model(self.base_url, model, on_progress)  # the module function
+            async with OllamaAPI(self.base_url) as api:
+                return await api.ensure_model(model, on_progress)
         except AdapterError as error:
             raise self.error_with_log(str(error)) from None
 
@@ -196,7 +180,7 @@ class OllamaSidecar:
         deadline = loop.time() + self._settings.ready_timeout_s
         interval, longest = _READY_INTERVAL_S
         last = "no answer yet"
-        async with httpx.AsyncClient(base_url=self.base_url, trust_env=False) as client:
+        async with OllamaAPI(self.base_url, retry=Retry(attempts=1)) as api:
             while True:
                 if self._exited.done():
                     if "address already in use" in self.log_tail().lower():
@@ -209,33 +193,34 @@ class OllamaSidecar:
                         f"ollama serve did not answer GET {self.base_url}/api/version within "
                         f"{self._settings.ready_timeout_s:g} s (last try: {last})"
                     )
-                try:
-                    response = await self._ask_version(client, min(_READY_TRY_S, remaining))
-                except httpx.HTTPError as error:
-                    last = describe_error(error)
-                else:
-                    if response is None:  # the process exited: said at the top of the loop
-                        continue
-                    if response.status_code == 200 and not self._exited.done():
-                        self.version = _version(response)
-                        return
-                    last = f"HTTP {response.status_code}"
+                answer = await self._ask_version(api, min(_READY_TRY_S, remaining))
+                if answer == 200 and not self._exited.done():
+                    self.version = await self._read_version(api)
+                    return
+                if answer is not None:  # None: the process exited, said at the top of the loop
+                    last = answer if isinstance(answer, str) else f"HTTP {answer}"
                 pause = min(interval, max(0.0, deadline - loop.time()))
                 await asyncio.wait({self._exited}, timeout=pause)
                 interval = min(interval * 2, longest)
 
-    async def _ask_version(
-        self, client: httpx.AsyncClient, timeout: float
-    ) -> httpx.Response | None:
-        """GET /api/version, given up as soon as the process exits (None then)."""
+    async def _ask_version(self, api: OllamaAPI, timeout: float) -> int | str | None:
+        """GET /api/version's status (or what went wrong), given up as soon as the process
+        exits (None then)."""
         assert self._exited
-        request = asyncio.ensure_future(client.get("/api/version", timeout=timeout))
+        request = asyncio.ensure_future(api.answers(timeout))
         try:
             await asyncio.wait({request, self._exited}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not request.done():
                 request.cancel()
-        return request.result() if request.done() else None
+        return request.result() if request.done() and not request.cancelled() else None
+
+    @staticmethod
+    async def _read_version(api: OllamaAPI) -> str | None:
+        try:
+            return await api.version()
+        except AdapterError:
+            return None
 
     async def _stop(self) -> None:
         """SIGTERM to the group, SIGKILL after the grace period (and always, for what is left in
@@ -247,10 +232,10 @@ class OllamaSidecar:
         self._stopping = self._stopping or not exited.done()
         try:
             if not exited.done():
-                _signal_group(process.pid, signal.SIGTERM)
+                signal_group(process.pid, signal.SIGTERM)
                 await asyncio.wait({exited}, timeout=self._settings.stop_grace_s)
         finally:  # also when cancelled again while waiting
-            _signal_group(process.pid, signal.SIGKILL)  # a server deaf to SIGTERM, its children
+            kill_group(process.pid)  # a server deaf to SIGTERM, its children
             self._remove_log_dir()
         await asyncio.wait({exited}, timeout=_REAP_S)
 
@@ -269,94 +254,6 @@ class OllamaSidecar:
             self._kept_log = self._read_log()
             shutil.rmtree(self._log_dir, ignore_errors=True)
             self._log_dir = None
-
-
-# --- models ---------------------------------------------------------------------------------------
-
-
-def server_answers(base_url: str, timeout_s: float = 2.0) -> bool:
-    """Whether any HTTP server answers `GET {base_url}/api/version` within `timeout_s`."""
-    try:
-        httpx.get(f"{base_url.rstrip('/')}/api/version", timeout=timeout_s, trust_env=False)
-    except httpx.HTTPError:
-        return False
-    return True
-
-
-async def has_model(base_url: str, model: str) -> bool:
-    """Whether the server at `base_url` has `model` (names compared as Ollama does: `qwen3` is
-    `qwen3:latest`, `qwen3:1.7b` is `registry.ollama.ai/library/qwen3:1.7b`)."""
-    wanted = full_model_name(model)
-    async with _client(base_url, _TIMEOUT) as client:
-        try:
-            response = await client.get("/api/tags")
-        except httpx.HTTPError as error:
-            raise _connection_error(base_url, "list its models", error) from None
-        if response.status_code != 200:
-            raise AdapterError(
-                f"Ollama at {base_url} could not list its models: {_error_text(response)}"
-            )
-        try:
-            models = response.json().get("models") or []
-            names = {m.get(key) for m in models for key in ("name", "model")}
-        except (ValueError, AttributeError, TypeError):
-            raise AdapterError(
-                f"Ollama at {base_url} answered GET /api/tags with something other than a "
-                f"model list: {response.text[:80]!r}"
-            ) from None
-    return any(isinstance(name, str) and full_model_name(name) == wanted for name in names)
-
-
-async def pull_model(
-    base_url: str, model: str, on_progress: Callable[[PullProgress], None]
-) -> None:
-    """Pull `model` into the server at `base_url`, passing each progress line to `on_progress`.
-    Succeeds only on a `{"status": "success"}` line; an `{"error"}` line, a non-200 answer, a
-    broken connection or an end without success raise AdapterError."""
-    failed = f"pulling {model} from Ollama at {base_url} failed"
-    async with _client(base_url, _PULL_TIMEOUT) as client:
-        try:
-            async with client.stream(
-                "POST", "/api/pull", json={"model": model, "stream": True}
-            ) as response:
-                if response.status_code != 200:
-                    await response.aread()
-                    raise AdapterError(f"{failed}: {_error_text(response)}")
-                async for line in response.aiter_lines():
-                    if line.strip() and _progress(line, failed, on_progress).status == "success":
-                        return
-        except httpx.HTTPError as error:
-            raise _connection_error(base_url, f"pull {model}", error) from None
-    raise AdapterError(f"{failed}: the progress stream ended without a success line")
-
-
-async def ensure_model(
-    base_url: str, model: str, on_progress: Callable[[PullProgress], None]
-) -> bool:
-    """Pull `model` unless the server has it. True if it pulled."""
-    if await has_model(base_url, model):
-        return False
-    await pull_model(base_url, model, on_progress)
-    return True
-
-
-def _progress(line: str, failed: str, on_progress: Callable[[PullProgress], None]) -> PullProgress:
-    try:
-        data = json.loads(line)
-    except ValueError:
-        raise AdapterError(f"{failed}: a progress line is not JSON: {line[:80]!r}") from None
-    if not isinstance(data, dict):
-        raise AdapterError(f"{failed}: a progress line is not a JSON object: {line[:80]!r}")
-    if "error" in data:
-        raise AdapterError(f"{failed}: {data['error']}")
-    event = PullProgress(
-        status=str(data.get("status", "")),
-        digest=data["digest"] if isinstance(data.get("digest"), str) else None,
-        total=_count(data.get("total")),
-        completed=_count(data.get("completed")),
-    )
-    on_progress(event)
-    return event
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -394,38 +291,3 @@ def _free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
-
-
-def _signal_group(group: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # nobody left in the group
-        os.killpg(group, sig)
-
-
-def _client(base_url: str, timeout: httpx.Timeout) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        base_url=base_url, timeout=timeout, trust_env=not is_loopback(base_url)
-    )
-
-
-def _connection_error(base_url: str, doing: str, error: httpx.HTTPError) -> AdapterError:
-    if isinstance(error, httpx.ConnectError):
-        return AdapterError(
-            f"could not connect to Ollama at {base_url} to {doing}: {describe_error(error)} "
-            "(is the server running there?)"
-        )
-    return AdapterError(f"Ollama at {base_url} failed to {doing}: {describe_error(error)}")
-
-
-def _error_text(response: httpx.Response) -> str:
-    return f"{error_text(response)} (HTTP {response.status_code})"
-
-
-def _version(response: httpx.Response) -> str | None:
-    with contextlib.suppress(ValueError, AttributeError):
-        version = response.json().get("version")
-        return version if isinstance(version, str) else None
-    return None
-
-
-def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

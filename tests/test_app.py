@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.cli_process import ruledrift
-from tests.ollama_fake import OLLAMA_BIN, FakeOllama
-from tests.suites import base_suite, write_suite
+from tests.support.cli_process import ruledrift
+from tests.support.ollama_fake import OLLAMA_BIN, FakeOllama
+from tests.support.suites import base_suite, write_suite
 
 
 def ollama_suite(tmp_path: Path, **adapter: Any) -> Path:

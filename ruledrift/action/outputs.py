@@ -1,0 +1,75 @@
+"""What the action tells the workflow: step outputs (`$GITHUB_OUTPUT`, heredoc blocks with a
+random delimiter, as actions/toolkit writes them), and wrong inputs as `::error::` annotations
+and a job-summary note."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Mapping, Sequence
+
+from ruledrift.action.inputs import DOCS, Problem
+from ruledrift.app import RunOutcome
+from ruledrift.model import Status
+from ruledrift.reports.workflow_commands import workflow_command
+from ruledrift.text import markdown_inline
+
+# The outputs of action.yml, in its order (tests/test_action.py checks they agree).
+OUTPUTS = ("exit-code", "status", "probes", "passed", "failed", "errors", "json", "junit")
+_COUNTS: dict[str, Status | None] = {
+    "probes": None,
+    "passed": "passed",
+    "failed": "failed",
+    "errors": "error",
+}
+
+
+def error_command(message: str, title: str) -> str:
+    return workflow_command("error", message, {"title": title})
+
+
+def report_problems(problems: Sequence[Problem], summary_file: str) -> None:
+    """Each wrong input as an `::error::` annotation, and a short note in the job summary."""
+    for problem in problems:
+        title = f"RuleDrift: input {problem.input}"
+        print(error_command(f"{problem.message} (see {DOCS}#inputs)", title), flush=True)
+    if summary_file:
+        lines = ["### RuleDrift did not run: wrong action inputs", ""]
+        lines += [f"- `{p.input}`: {markdown_inline(p.message, 2000)}" for p in problems]
+        lines += [
+            "",
+            f"The inputs are described in [the action's documentation]({DOCS}#inputs).",
+            "",
+        ]
+        with open(summary_file, "a", encoding="utf-8") as summary:
+            summary.write("\n".join(lines) + "\n")
+
+
+def outputs_for(code: int, outcome: RunOutcome | None) -> dict[str, str]:
+    """The step outputs, from the run's outcome (None: nothing ran)."""
+    result = outcome.result if outcome else None
+    written = outcome.reports_written if outcome else {}
+    values = {"exit-code": str(code), "status": result.status if result else "error"}
+    for name, status in _COUNTS.items():
+        if result is None:
+            values[name] = "0"
+        else:
+            values[name] = str(len(result.probes) if status is None else result.count(status))
+    for name in ("json", "junit"):
+        values[name] = str(written[name]) if name in written else ""
+    return {name: values[name] for name in OUTPUTS}
+
+
+def write_outputs(path: str, values: Mapping[str, str]) -> None:
+    """Append `name<<DELIM` / value / `DELIM` blocks with a random delimiter, as actions/toolkit."""
+    if not path:
+        print(
+            "ruledrift action: GITHUB_OUTPUT is not set: no step outputs written", file=sys.stderr
+        )
+        return
+    with open(path, "a", encoding="utf-8") as outputs:
+        for name, value in values.items():
+            delimiter = f"ghadelimiter_{uuid.uuid4()}"
+            if delimiter in value:  # cannot happen with a random delimiter; never write it broken
+                raise ValueError(f"output {name} contains its delimiter")
+            outputs.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")

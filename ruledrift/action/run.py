@@ -1,0 +1,166 @@
+"""The GitHub Action's run: inputs → the same typed request the CLI builds → the application
+layer → step outputs read from the outcome, files given back to the workspace owner.
+
+It logs the equivalent `ruledrift run …` line (which reproduces the run on any machine), starts
+a managed Ollama server when `start-ollama` says so, pulls the model into a server of the user's
+own when `pull` says so, and goes through `cli.guarded`, the one place where exceptions become
+exit codes. Annotations and the job summary come from the console (as for `ruledrift run` on a
+runner); this module only reports wrong inputs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ruledrift import app, cli, console
+from ruledrift.action.files import created_root, give_back
+from ruledrift.action.inputs import InputError, Settings, parse_inputs, read_inputs
+from ruledrift.action.outputs import outputs_for, report_problems, write_outputs
+from ruledrift.adapters.transport import is_loopback
+from ruledrift.config import load_suite
+from ruledrift.errors import ExitCode, RuleDriftError
+from ruledrift.model import Suite
+from ruledrift.ollama.api import server_answers
+
+PROBE_TIMEOUT_S = 2.0
+
+
+def log(message: str) -> None:
+    print(f"ruledrift action: {message}", flush=True)
+
+
+# --- the managed Ollama server (`start-ollama`) -------------------------------------------------
+
+
+def _shown(url: str) -> str:
+    """A URL for the log, without credentials."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+
+
+def decide_server(settings: Settings, suite: Suite | None) -> tuple[bool, str]:
+    """Whether to start a managed Ollama server, and why (for the log)."""
+    if settings.start_ollama != "auto":
+        return settings.start_ollama == "true", f"start-ollama is {settings.start_ollama}"
+    if suite is None:
+        return False, "start-ollama is auto and the suite does not load (the run says why)"
+    adapter = suite.adapter
+    if adapter.type != "ollama":
+        return False, f"start-ollama is auto and the suite uses the {adapter.type} adapter"
+    url = settings.base_url or adapter.base_url
+    if not is_loopback(url):
+        return False, f"start-ollama is auto and {_shown(url)} is not a loopback address"
+    if asyncio.run(server_answers(url, PROBE_TIMEOUT_S)):
+        return False, f"start-ollama is auto and a server answers at {_shown(url)}"
+    return True, f"start-ollama is auto and nothing answers at {_shown(url)}"
+
+
+def try_load_suite(config: str) -> Suite | None:
+    try:
+        return load_suite(Path(config))
+    except RuleDriftError:
+        return None
+
+
+# --- the requests ---------------------------------------------------------------------------------
+
+
+def target_overrides(settings: Settings, managed: bool) -> app.TargetOverrides:
+    """--model, --base-url or --start-ollama/--models-dir: shared by the run and the pull."""
+    return app.TargetOverrides(
+        model=settings.model or None,
+        base_url=None if managed else settings.base_url or None,
+        start_ollama=managed,
+        models_dir=Path(settings.models_dir) if managed and settings.models_dir else None,
+    )
+
+
+def run_request(settings: Settings, managed: bool) -> tuple[app.RunRequest, console.Display]:
+    """The request the inputs describe: `args` parsed as `ruledrift run` options, then the
+    inputs that have options of their own (refused in `args`)."""
+    config = Path(settings.config)
+    request, display = cli.parse_run(["run", app.path_argument(config), *settings.args])
+    request = dataclasses.replace(
+        request,
+        json=Path(settings.json) if settings.json else None,
+        junit=Path(settings.junit) if settings.junit else None,
+        include_responses=settings.include_responses,
+        concurrency=settings.concurrency,
+        target=target_overrides(settings, managed),
+    )
+    return request, display
+
+
+def pull_request(settings: Settings, suite: Suite | None, managed: bool) -> app.PullRequest | None:
+    """A pull before the run: for the ollama adapter and a server of the user's own (the
+    managed server pulls a missing model itself)."""
+    if not settings.pull or managed or suite is None or suite.adapter.type != "ollama":
+        return None
+    return app.PullRequest(Path(settings.config), target_overrides(settings, managed))
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+
+def _pull_then_run(
+    settings: Settings, suite: Suite | None, managed: bool
+) -> tuple[int, app.RunOutcome | None]:
+    """The pull when asked for (stopping at its exit code if it fails), then the run: the exit
+    code, and the outcome when the run finished."""
+    pull = pull_request(settings, suite, managed)
+    if pull is not None:
+        log(f"ruledrift {shlex.join(pull.argv())}")
+
+        def pull_model() -> int:
+            console.pull(pull)
+            return int(ExitCode.PASSED)
+
+        code = cli.guarded(pull_model)
+        if code != ExitCode.PASSED:
+            return code, None
+    outcomes: list[app.RunOutcome] = []
+
+    def run() -> int:
+        request, display = run_request(settings, managed)
+        log(f"ruledrift {shlex.join([*request.argv(), *display.argv()])}")
+        outcomes.append(console.run(request, display))
+        return int(outcomes[0].exit_code)
+
+    code = cli.guarded(run)
+    return code, outcomes[0] if outcomes else None
+
+
+def run_action(environ: Mapping[str, str], cwd: Path) -> int:
+    workspace = Path(environ.get("GITHUB_WORKSPACE") or cwd)
+    outputs_file = environ.get("GITHUB_OUTPUT", "")
+    try:
+        settings = parse_inputs(read_inputs(environ), cwd)
+    except InputError as error:
+        report_problems(error.problems, environ.get("GITHUB_STEP_SUMMARY", ""))
+        write_outputs(outputs_file, outputs_for(int(ExitCode.USAGE), None))
+        return int(ExitCode.USAGE)
+
+    suite = try_load_suite(settings.config)
+    managed, reason = decide_server(settings, suite)
+    log(f"{reason}: {'starting' if managed else 'not starting'} a managed Ollama server")
+
+    owned = [cwd / p for p in (settings.json, settings.junit) if p]
+    if managed and settings.models_dir:
+        owned.append(cwd / settings.models_dir)
+    roots = [root for path in owned if (root := created_root(path, workspace))]
+    home = environ.get("HOME")
+    if managed and home:  # `ollama serve` creates its key pair in ~/.ollama
+        roots += [root for root in [created_root(Path(home, ".ollama"), Path(home))] if root]
+
+    code, outcome = int(ExitCode.INTERNAL), None  # the outputs if anything below raised
+    try:
+        code, outcome = _pull_then_run(settings, suite, managed)
+    finally:
+        write_outputs(outputs_file, outputs_for(code, outcome))
+        give_back(roots, workspace)
+    return code

@@ -1,0 +1,387 @@
+"""The application layer: typed requests in, typed outcomes out. The CLI (cli.py) and the GitHub
+Action (action/) are two front-ends of these functions; so is any Python program (see
+docs/python-api.md).
+
+    outcome = run(RunRequest(config=Path("suite.json"), json=Path("report.json")))
+    outcome.result.status, outcome.exit_code, outcome.reports_written
+
+Nothing here prints: what a front-end shows while a run goes on reaches it through a
+`RunObserver` (progress, pull progress, warnings). Errors rise as RuleDriftError subclasses, each
+carrying its exit code; `exit_code` is the one function that maps a finished run to one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from ruledrift.adapters.registry import create_adapter
+from ruledrift.config import load_suite, url_problem
+from ruledrift.errors import AdapterError, ExitCode, UsageError
+from ruledrift.model import (
+    AdapterConfig,
+    CommandAdapterConfig,
+    OllamaAdapterConfig,
+    RunResult,
+    Scenario,
+    Suite,
+)
+from ruledrift.ollama.api import PullProgress, ensure_model
+from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_models_dir
+from ruledrift.regex_workers import RegexEvaluator
+from ruledrift.reports.files import write_atomic
+from ruledrift.reports.json_report import render_json
+from ruledrift.reports.junit import render_junit
+from ruledrift.runner import Events, run_suite
+
+__all__ = [
+    "REPORTERS",
+    "PullOutcome",
+    "PullRequest",
+    "RunObserver",
+    "RunOutcome",
+    "RunPlan",
+    "RunRequest",
+    "SilentObserver",
+    "TargetOverrides",
+    "exit_code",
+    "pull",
+    "run",
+    "validate",
+]
+
+Renderer = Callable[..., bytes]
+REPORTERS: dict[str, Renderer] = {"json": render_json, "junit": render_junit}
+
+
+# --- requests and outcomes -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TargetOverrides:
+    """What a front-end changes about the suite's target (for CI matrices and services)."""
+
+    model: str | None = None  # instead of the suite's model
+    base_url: str | None = None  # instead of the suite's baseUrl
+    start_ollama: bool = False  # run a managed `ollama serve` for the run (ollama adapter)
+    models_dir: Path | None = None  # its OLLAMA_MODELS (default: Ollama's own)
+
+    def argv(self) -> list[str]:
+        """These overrides as `ruledrift run` options."""
+        argv = ["--model", self.model] if self.model else []
+        if self.base_url:
+            argv += ["--base-url", self.base_url]
+        if self.start_ollama:
+            argv.append("--start-ollama")
+        if self.models_dir is not None:
+            argv += ["--models-dir", path_argument(self.models_dir)]
+        return argv
+
+    def reproduce_argv(self) -> list[str]:
+        """The options a reproduction command must repeat (the target, not the server)."""
+        given = [("--model", self.model), ("--base-url", self.base_url)]
+        return [part for option, value in given if value for part in (option, value)]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One run of a suite. Report paths are written after the run (checked before it)."""
+
+    config: Path
+    json: Path | None = None
+    junit: Path | None = None
+    include_responses: bool = False  # answer text in the reports (trusted destinations only)
+    concurrency: int = 1  # scenarios run at once
+    scenarios: tuple[str, ...] = ()  # only these scenario ids (empty: all)
+    target: TargetOverrides = field(default_factory=TargetOverrides)
+
+    def reports(self) -> dict[str, Path]:
+        """The reports asked for, by REPORTERS name."""
+        paths = {"json": self.json, "junit": self.junit}
+        return {name: path for name, path in paths.items() if path is not None}
+
+    def argv(self) -> list[str]:
+        """This request as a `ruledrift run` command line (without the program name)."""
+        argv = ["run", path_argument(self.config)]
+        for name, path in self.reports().items():
+            argv += [f"--{name}", path_argument(path)]
+        if self.include_responses:
+            argv.append("--include-responses")
+        argv += ["--concurrency", str(self.concurrency)]
+        for scenario in self.scenarios:
+            argv += ["--scenario", scenario]
+        return argv + self.target.argv()
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    config: Path
+    target: TargetOverrides = field(default_factory=TargetOverrides)
+
+    def argv(self) -> list[str]:
+        """This request as a `ruledrift pull` command line (without the program name)."""
+        return ["pull", path_argument(self.config), *self.target.argv()]
+
+
+@dataclass(frozen=True)
+class PullOutcome:
+    model: str
+    pulled: bool  # False: the server had it already
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run is about to do, told to the observer before the first call."""
+
+    suite: Suite
+    scenarios: tuple[Scenario, ...]
+    probes: int
+    model_calls: int
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    request: RunRequest
+    result: RunResult
+    exit_code: ExitCode
+    reports_written: dict[str, Path]
+
+
+class RunObserver(Events, Protocol):
+    """What a front-end hears while a run goes on. Called from the event loop; must not block."""
+
+    def run_starting(self, plan: RunPlan) -> None: ...
+
+    def run_stopped(self) -> None:
+        """The run ended (finished, failed or interrupted): clear any progress display."""
+
+    def pull_progress(self, event: PullProgress) -> None: ...
+
+    def pull_stopped(self) -> None:
+        """A pull ended (also when it failed)."""
+
+    def warning(self, message: str) -> None: ...
+
+
+class SilentObserver:
+    """An observer that shows nothing (the default for programs)."""
+
+    def run_starting(self, plan: RunPlan) -> None:
+        pass
+
+    def run_stopped(self) -> None:
+        pass
+
+    def call_finished(self, scenario: Scenario) -> None:
+        pass
+
+    def probe_finished(self, scenario: Scenario, result: object) -> None:
+        pass
+
+    def pull_progress(self, event: PullProgress) -> None:
+        pass
+
+    def pull_stopped(self) -> None:
+        pass
+
+    def warning(self, message: str) -> None:
+        pass
+
+
+# --- the exit code ---------------------------------------------------------------------------
+
+
+def exit_code(result: RunResult) -> ExitCode:
+    """The one map from a finished run to an exit code: interrupted 130, then error 3 (the
+    verdict is incomplete), failed 1, passed 0."""
+    if result.interrupted:
+        return ExitCode.INTERRUPTED
+    return {"passed": ExitCode.PASSED, "failed": ExitCode.FAILED, "error": ExitCode.RUN_ERROR}[
+        result.status
+    ]
+
+
+# --- validate, run, pull ---------------------------------------------------------------------
+
+
+def validate(config: Path) -> Suite:
+    """The loaded suite; raises ConfigError listing every problem."""
+    return load_suite(config)
+
+
+def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
+    """Load the suite, run it against its target, write the reports. Raises ConfigError or
+    UsageError (exit 2) before any call, AdapterError (exit 3) when the target cannot start."""
+    observer = observer or SilentObserver()
+    suite = load_suite(request.config)
+    scenarios = select_scenarios(suite, request.scenarios)
+    config = target_config(suite.adapter, request.target)
+    reports = request.reports()
+    check_reports(reports, suite.path)
+    observer.run_starting(
+        RunPlan(
+            suite,
+            scenarios,
+            probes=sum(len(s.probes) for s in scenarios),
+            model_calls=sum(s.model_calls for s in scenarios),
+        )
+    )
+    try:
+        result = asyncio.run(_execute(suite, config, request, scenarios, observer))
+    finally:
+        observer.run_stopped()
+    for name, path in reports.items():
+        write_atomic(path, REPORTERS[name](result, include_responses=request.include_responses))
+    return RunOutcome(request, result, exit_code(result), reports)
+
+
+def pull(request: PullRequest, observer: RunObserver | None = None) -> PullOutcome:
+    """Pull the suite's Ollama model into its server (or a managed one) unless it is there."""
+    observer = observer or SilentObserver()
+    suite = load_suite(request.config)
+    config = target_config(suite.adapter, request.target)
+    if not isinstance(config, OllamaAdapterConfig):
+        raise UsageError(f"ruledrift pull needs the ollama adapter (this suite uses {config.type})")
+    return PullOutcome(config.model, asyncio.run(_pull(config, request.target, observer)))
+
+
+# --- the pieces ----------------------------------------------------------------------------
+
+
+def select_scenarios(suite: Suite, wanted: Sequence[str]) -> tuple[Scenario, ...]:
+    if not wanted:
+        return suite.scenarios
+    known = {s.id for s in suite.scenarios}
+    unknown = [w for w in dict.fromkeys(wanted) if w not in known]
+    if unknown:
+        names = ", ".join(s.id for s in suite.scenarios)
+        raise UsageError(f"--scenario {', '.join(unknown)}: no such scenario (scenarios: {names})")
+    return tuple(s for s in suite.scenarios if s.id in set(wanted))
+
+
+def target_config(config: AdapterConfig, overrides: TargetOverrides) -> AdapterConfig:
+    """`--model` and `--base-url` applied to the suite's adapter, after checking that the
+    overrides fit it."""
+    if config.type == "command":
+        for flag, value in (("--model", overrides.model), ("--base-url", overrides.base_url)):
+            if value:
+                raise UsageError(f"{flag} does not apply to the command adapter")
+    if overrides.start_ollama and config.type != "ollama":
+        raise UsageError(f"--start-ollama needs the ollama adapter (this suite uses {config.type})")
+    if overrides.models_dir is not None and not overrides.start_ollama:
+        raise UsageError("--models-dir goes with --start-ollama")
+    if overrides.base_url and overrides.start_ollama:
+        raise UsageError("--base-url and --start-ollama exclude each other")
+    if isinstance(config, CommandAdapterConfig):
+        return config
+    if overrides.base_url:
+        problem = url_problem(overrides.base_url)
+        if problem:
+            raise UsageError(f"--base-url: {problem}")
+        config = dataclasses.replace(config, base_url=overrides.base_url.rstrip("/"))
+    if overrides.model:
+        config = dataclasses.replace(config, model=overrides.model)
+    return config
+
+
+def check_reports(reports: dict[str, Path], config: Path) -> None:
+    """Before anything runs: every report path can be written, and none would overwrite the
+    suite or another report."""
+    seen: dict[Path, str] = {config.resolve(): "the suite itself"}
+    for option, path in reports.items():
+        _check_report_path(option, path)
+        target = path.resolve()
+        if target in seen:
+            raise UsageError(f"--{option} {path}: would overwrite {seen[target]}")
+        seen[target] = f"the --{option} report"
+
+
+def _check_report_path(option: str, path: Path) -> None:
+    if path.is_dir():
+        raise UsageError(f"--{option} {path}: is a directory; give a file path")
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise UsageError(f"--{option} {path}: cannot write there ({parent} is not writable)")
+
+
+async def _execute(
+    suite: Suite,
+    config: AdapterConfig,
+    request: RunRequest,
+    scenarios: Sequence[Scenario],
+    observer: RunObserver,
+) -> RunResult:
+    task = asyncio.current_task()
+    if task is not None:  # SIGTERM (CI cancelling a job, docker stop) stops the run like Ctrl-C
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    async with _managed_target(config, request.target, request.concurrency, observer) as target:
+        adapter = create_adapter(target)
+        regex = RegexEvaluator()
+        try:
+            await adapter.open()
+            return await run_suite(
+                suite,
+                adapter,
+                regex,
+                concurrency=request.concurrency,
+                scenarios=scenarios,
+                events=observer,
+            )
+        finally:
+            try:
+                await adapter.aclose()
+            finally:
+                await regex.aclose()
+
+
+def _server_settings(overrides: TargetOverrides, concurrency: int) -> ServerSettings:
+    models_dir = overrides.models_dir or default_models_dir()
+    return ServerSettings(models_dir=models_dir, num_parallel=concurrency)
+
+
+@contextlib.asynccontextmanager
+async def _managed_target(
+    config: AdapterConfig, overrides: TargetOverrides, concurrency: int, observer: RunObserver
+) -> AsyncIterator[AdapterConfig]:
+    """Yields the config to run against: as it is, or pointed at a managed Ollama server whose
+    model is present (pulled if missing). The server stops on exit."""
+    if not overrides.start_ollama or not isinstance(config, OllamaAdapterConfig):
+        yield config
+        return
+    async with ManagedOllama(_server_settings(overrides, concurrency)) as server:
+        try:
+            await server.ensure_model(config.model, observer.pull_progress)
+        finally:
+            observer.pull_stopped()
+        yield dataclasses.replace(config, base_url=server.base_url)
+        try:
+            server.check_running()  # "the model failed" or "the server died"?
+        except AdapterError as died:
+            observer.warning(str(died))
+
+
+async def _pull(
+    config: OllamaAdapterConfig, overrides: TargetOverrides, observer: RunObserver
+) -> bool:
+    try:
+        if overrides.start_ollama:
+            async with ManagedOllama(_server_settings(overrides, 1)) as server:
+                return await server.ensure_model(config.model, observer.pull_progress)
+        return await ensure_model(config.base_url, config.model, observer.pull_progress)
+    finally:
+        observer.pull_stopped()
+
+
+def path_argument(path: Path) -> str:
+    """A path as a command-line argument that cannot be read as an option."""
+    text = str(path)
+    return f"./{text}" if text.startswith("-") else text

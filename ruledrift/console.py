@@ -1,0 +1,133 @@
+"""What a person sees of a run in a terminal or a CI log, for both front-ends (the CLI and the
+GitHub Action): the header, the progress line, pull progress, warnings, the terminal report, the
+report paths, and on a GitHub runner the annotations and job summary.
+
+The application layer (app.py) decides and writes files; this module only shows.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TextIO
+
+from ruledrift import app
+from ruledrift.model import ProbeResult, Scenario, Suite
+from ruledrift.ollama.api import PullProgress
+from ruledrift.reports import github, workflow_commands
+from ruledrift.reports.pull_progress import PullProgressPrinter
+from ruledrift.reports.terminal import Progress, TerminalOptions, header, render_terminal
+
+
+@dataclass(frozen=True)
+class Display:
+    """How a run is shown: `--quiet`, `--no-color`, `--github auto|off`."""
+
+    quiet: bool = False
+    no_color: bool = False
+    github: Literal["auto", "off"] = "auto"
+
+    def argv(self) -> list[str]:
+        """These choices as `ruledrift run` options."""
+        flags = [("--quiet", self.quiet), ("--no-color", self.no_color)]
+        argv = [flag for flag, on in flags if on]
+        return argv + (["--github", "off"] if self.github == "off" else [])
+
+
+class ConsoleObserver:
+    """A RunObserver that prints: the header and a progress line (on a TTY) to stdout, pull
+    progress and warnings to stderr."""
+
+    def __init__(self, display: Display, stdout: TextIO, stderr: TextIO) -> None:
+        self._display = display
+        self._stdout = stdout
+        self._stderr = stderr
+        self._progress: Progress | None = None
+        self._pull: PullProgressPrinter | None = None
+
+    def run_starting(self, plan: app.RunPlan) -> None:
+        if self._display.quiet:
+            return
+        shown = header(plan.suite, len(plan.scenarios), plan.probes, plan.model_calls)
+        print(shown, file=self._stdout, flush=True)
+        if self._stdout.isatty():
+            self._progress = Progress(self._stdout, plan.model_calls, plan.probes)
+
+    def run_stopped(self) -> None:
+        if self._progress:
+            self._progress.clear()
+            self._progress = None
+
+    def call_finished(self, scenario: Scenario) -> None:
+        if self._progress:
+            self._progress.call_finished(scenario)
+
+    def probe_finished(self, scenario: Scenario, result: ProbeResult) -> None:
+        if self._progress:
+            self._progress.probe_finished(scenario, result)
+
+    def pull_progress(self, event: PullProgress) -> None:
+        if self._pull is None:
+            self._pull = PullProgressPrinter(self._stderr, self._stderr.isatty())
+        self._pull(event)
+
+    def pull_stopped(self) -> None:
+        if self._pull is not None:
+            self._pull.close()
+            self._pull = None
+
+    def warning(self, message: str) -> None:
+        self._stderr.write(f"ruledrift: {message}\n")
+
+
+def run(
+    request: app.RunRequest,
+    display: Display,
+    environ: Mapping[str, str] | None = None,
+) -> app.RunOutcome:
+    """Run `request` with a console observer, then show the outcome."""
+    environ = os.environ if environ is None else environ
+    outcome = app.run(request, ConsoleObserver(display, sys.stdout, sys.stderr))
+    show_outcome(outcome, display, environ, sys.stdout)
+    return outcome
+
+
+def show_outcome(
+    outcome: app.RunOutcome, display: Display, environ: Mapping[str, str], out: TextIO
+) -> None:
+    """The terminal report, the report paths, then GitHub's annotations and job summary."""
+    tty = out.isatty()
+    options = TerminalOptions(
+        colour=tty and not display.no_color and not environ.get("NO_COLOR"),
+        previews=outcome.request.include_responses or (tty and not environ.get("CI")),
+        quiet=display.quiet,
+    )
+    terminal = render_terminal(outcome.result, options)
+    # GitHub reads workflow commands from the log: no text in the report (answer previews,
+    # errors quoting an agent's output) may run one, even with --github off
+    on_github = workflow_commands.enabled(environ)
+    out.write(workflow_commands.stop_commands(terminal) if on_github else terminal)
+    for name, path in outcome.reports_written.items():
+        print(f"{name} report: {path}", file=out)
+    if on_github and display.github == "auto":
+        overrides = outcome.request.target.reproduce_argv()
+        github.publish(outcome.result, overrides=overrides, environ=environ, out=out)
+
+
+def pull(request: app.PullRequest) -> app.PullOutcome:
+    """Pull with progress on stderr, then one line saying what happened."""
+    outcome = app.pull(request, ConsoleObserver(Display(), sys.stdout, sys.stderr))
+    print(f"{outcome.model}: {'pulled' if outcome.pulled else 'already present'}")
+    return outcome
+
+
+def show_validation(config: Path, suite: Suite) -> None:
+    turns = sum(s.turns_needed for s in suite.scenarios)
+    print(
+        f"{config}: valid: {len(suite.rules)} rule(s), {len(suite.scenarios)} scenario(s), "
+        f"{suite.probe_count} probe(s); a run makes {suite.model_calls} model call(s) "
+        f"({turns} background turn(s) + {suite.probe_count} probe(s))"
+    )
