@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from ruledrift.adapters.base import Adapter
 from ruledrift.adapters.registry import create_adapter
 from ruledrift.config import load_suite, url_problem
 from ruledrift.errors import AdapterError, ExitCode, UsageError
@@ -54,6 +55,7 @@ __all__ = [
     "exit_code",
     "pull",
     "run",
+    "run_against",
     "validate",
 ]
 
@@ -252,6 +254,47 @@ def pull(request: PullRequest, observer: RunObserver | None = None) -> PullOutco
     return PullOutcome(config.model, asyncio.run(_pull(config, request.target, observer)))
 
 
+def run_against(
+    suite: Suite,
+    adapter: Adapter,
+    *,
+    concurrency: int = 1,
+    scenarios: Sequence[str] = (),
+    observer: RunObserver | None = None,
+) -> RunResult:
+    """Run a loaded suite against an adapter of your own (any object with the `Adapter`
+    protocol's four methods, e.g. your agent called in-process). Opens and closes it."""
+    return asyncio.run(
+        _run_adapter(
+            suite,
+            adapter,
+            concurrency,
+            select_scenarios(suite, scenarios),
+            observer or SilentObserver(),
+        )
+    )
+
+
+async def _run_adapter(
+    suite: Suite,
+    adapter: Adapter,
+    concurrency: int,
+    scenarios: Sequence[Scenario],
+    observer: RunObserver,
+) -> RunResult:
+    regex = RegexEvaluator()
+    try:
+        await adapter.open()
+        return await run_suite(
+            suite, adapter, regex, concurrency=concurrency, scenarios=scenarios, events=observer
+        )
+    finally:
+        try:
+            await adapter.aclose()
+        finally:
+            await regex.aclose()
+
+
 # --- the pieces ----------------------------------------------------------------------------
 
 
@@ -325,22 +368,7 @@ async def _execute(
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     async with _managed_target(config, request.target, request.concurrency, observer) as target:
         adapter = create_adapter(target)
-        regex = RegexEvaluator()
-        try:
-            await adapter.open()
-            return await run_suite(
-                suite,
-                adapter,
-                regex,
-                concurrency=request.concurrency,
-                scenarios=scenarios,
-                events=observer,
-            )
-        finally:
-            try:
-                await adapter.aclose()
-            finally:
-                await regex.aclose()
+        return await _run_adapter(suite, adapter, request.concurrency, scenarios, observer)
 
 
 def _server_settings(overrides: TargetOverrides, concurrency: int) -> ServerSettings:

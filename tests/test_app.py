@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -153,3 +154,21 @@ def test_pull_of_an_unknown_model_is_exit_3(tmp_path: Path) -> None:
         )
     assert done.returncode == 3
     assert "file does not exist" in done.stderr
+
+
+def test_the_python_api_example_runs(tmp_path: Path) -> None:
+    """docs/python-api.md's example: the demo through app.run, then an in-process agent."""
+    example = Path(__file__).resolve().parents[1] / "examples" / "python-api" / "run_suite.py"
+    done = subprocess.run(
+        [sys.executable, str(example)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr  # the demo agent drifts
+    assert "the suite's own target: failed (4/7 passed)" in done.stdout
+    assert "an agent of your own: passed (7/7 passed)" in done.stdout
+    report = json.loads((tmp_path / "python-api-report.json").read_text())
+    assert report["summary"]["failed"] == 3

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -722,3 +723,51 @@ def test_outputs_for_a_run_without_a_report() -> None:
         "junit": "",
     }
     assert tuple(action_outputs.outputs_for(0, None)) == REPORT_OUTPUTS
+
+
+# --- the logged command line reproduces the run ---------------------------------------------------
+
+
+def comparable(report: dict[str, Any]) -> dict[str, Any]:
+    """A JSON report without what changes from run to run (times)."""
+    text = json.dumps(report)
+    for key in ("startedAt", "durationMs"):
+        text = re.sub(rf'"{key}": ("[^"]*"|\d+)', f'"{key}": null', text)
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def test_the_logged_command_line_reproduces_the_run(action: Action) -> None:
+    config = two_scenarios(action)
+    inputs = {
+        "config": config,
+        "json": "out/report.json",
+        "junit": "",
+        "concurrency": "2",
+        "args": "--scenario smalltalk --quiet",
+    }
+    run = action.run(inputs)
+    assert run.code == 0, run.log
+    logged = [
+        line.removeprefix("ruledrift action: ruledrift ")
+        for line in run.stdout.splitlines()
+        if line.startswith("ruledrift action: ruledrift run ")
+    ]
+    assert len(logged) == 1, run.stdout
+    argv = shlex.split(logged[0])
+    assert argv[argv.index("--json") + 1] == "out/report.json"
+    first = json.loads((action.workspace / "out/report.json").read_text())
+    (action.workspace / "out/report.json").unlink()
+    again = subprocess.run(
+        [sys.executable, "-m", "ruledrift", *argv],
+        cwd=action.workspace,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert again.returncode == run.code, again.stdout + again.stderr
+    second = json.loads((action.workspace / "out/report.json").read_text())
+    assert comparable(second) == comparable(first)
+    assert [s["id"] for s in second["scenarios"]] == ["smalltalk"]  # --scenario reached the run
