@@ -252,6 +252,8 @@ def runs_per_side(
     test, summed over all outcomes, reaches `power`; exact power is saw-toothed in n, so a
     slightly larger n can fall just short. "normal" is the textbook normal-approximation formula
     for two proportions, which ignores the exact test's conservatism and is usually a little lower.
+    The exact search takes under a second for drops from high pass rates (95% → 90%: 371 runs,
+    0.6 s); near 50%, where a small drop needs over a thousand runs, it takes minutes.
     """
     if not 0 < p_head < p_base < 1:
         raise ValueError(f"need 0 < p_head < p_base < 1, not {p_head} and {p_base}")
