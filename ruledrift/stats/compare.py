@@ -214,6 +214,8 @@ def fisher_power(runs: int, p_base: float, p_head: float, alpha: float = 0.05) -
     The sum, over every outcome the test calls worse, of its binomial probability; outcomes of
     negligible probability are skipped, so the result is exact to within 1e-12.
     """
+    if runs < 1 or not 0 < alpha < 1:
+        raise ValueError(f"need runs >= 1 and 0 < alpha < 1, not {runs} and {alpha}")
     denominator = math.comb(2 * runs, runs)
     base = [binomial_pmf(x, runs, p_base) for x in range(runs + 1)]
     head = [binomial_pmf(x, runs, p_head) for x in range(runs + 1)]

@@ -145,6 +145,12 @@ def test_runs_per_side_grow_as_the_drop_shrinks() -> None:
     assert needed == sorted(needed)
 
 
+@pytest.mark.parametrize(("runs", "alpha"), [(0, 0.05), (10, 0.0), (10, 1.0)])
+def test_power_needs_runs_and_a_level(runs: int, alpha: float) -> None:
+    with pytest.raises(ValueError, match="runs >= 1 and 0 < alpha < 1"):
+        fisher_power(runs, 0.95, 0.80, alpha)
+
+
 @pytest.mark.parametrize(("base", "head"), [(0.8, 0.9), (0.9, 0.9), (1.0, 0.9)])
 def test_runs_per_side_needs_a_drop(base: float, head: float) -> None:
     with pytest.raises(ValueError, match="p_head < p_base"):
