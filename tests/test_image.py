@@ -1,6 +1,8 @@
 """The Docker image, without a Docker engine: the Dockerfile's shape and hadolint, the build
-context, and the lock file — which must install RuleDrift in a clean virtual environment the way
-the Dockerfile does (that test downloads the locked packages from PyPI, once per session)."""
+context, base images pinned by digest with one Ollama version across the repository, and the two
+locks — the build backend's and the runtime's — which must build and install RuleDrift in a clean
+virtual environment the way the Dockerfile does (that test downloads the locked packages from
+PyPI, once per session)."""
 
 from __future__ import annotations
 
@@ -17,12 +19,17 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from scripts.release import base_pins
 from tests.support.processes import tool
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
 LOCK = ROOT / "requirements" / "runtime.txt"
 INTENT = ROOT / "requirements" / "runtime.in"
+BUILD_LOCK = ROOT / "requirements" / "build.txt"
+BUILD_INTENT = ROOT / "requirements" / "build.in"
+PINNED_IMAGE = re.compile(r"(?P<name>[\w./-]+):(?P<tag>[\w.-]+)@sha256:[0-9a-f]{64}")
+OLLAMA_IMAGE = re.compile(r"ollama/ollama:(?P<tag>[\w.-]+)(?P<digest>@sha256:[0-9a-f]{64})?")
 
 
 @dataclass(frozen=True)
@@ -100,34 +107,142 @@ def test_the_files_it_copies_exist_and_reach_the_build_context() -> None:
         assert source.rstrip("/") in allowed, f"COPY {source}: excluded by .dockerignore"
 
 
-def test_base_images_are_pinned() -> None:
+def stages() -> list[list[Instruction]]:
+    """The Dockerfile's stages, each from its FROM to the next."""
+    result: list[list[Instruction]] = []
+    for instruction in instructions():
+        if instruction.keyword == "FROM":
+            result.append([])
+        result[-1].append(instruction)
+    return result
+
+
+def stage(name: str) -> list[Instruction]:
+    (found,) = [s for s in stages() if s[0].arguments.lower().endswith(f" as {name}")]
+    return found
+
+
+def test_base_images_are_pinned_by_tag_and_digest() -> None:
     images = [i.arguments.split()[0] for i in of("FROM")]
-    assert len(images) == 2
-    ollama, python = images
-    assert re.fullmatch(r"ollama/ollama:\d+\.\d+\.\d+(@sha256:[0-9a-f]{64})?", ollama)
-    assert re.fullmatch(r"python:3\.12\.\d+-slim(-\w+)?(@sha256:[0-9a-f]{64})?", python)
+    assert images == [images[0], images[1], "base", "base"], "ollama, python as base, wheel, final"
+    ollama, python = images[:2]
+    assert re.fullmatch(r"ollama/ollama:\d+\.\d+\.\d+@sha256:[0-9a-f]{64}", ollama)
+    assert re.fullmatch(r"python:3\.12\.\d+-slim-trixie@sha256:[0-9a-f]{64}", python)
+    pins, unpinned = base_pins.pins(DOCKERFILE)
+    assert [str(pin) for pin in pins] == [ollama, python]
+    assert unpinned == []
+
+
+def test_the_release_refuses_an_unpinned_base(tmp_path: Path) -> None:
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM python:3.12-slim AS base\nFROM base\nFROM scratch\n")
+    pins, unpinned = base_pins.pins(dockerfile)
+    assert (pins, unpinned) == ([], ["FROM python:3.12-slim AS base", "FROM scratch"])
+
+
+def ollama_version() -> str:
+    match = OLLAMA_IMAGE.fullmatch(stage("ollama")[0].arguments.split()[0])
+    assert match
+    return match["tag"]
+
+
+def repository_files() -> list[Path]:
+    tracked = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.splitlines()
+    return [ROOT / name for name in tracked if (ROOT / name).is_file()]
+
+
+def test_one_ollama_image_everywhere() -> None:
+    """Every `ollama/ollama:…` in the repository (CI service containers, the GitLab example, the
+    docs) is the Dockerfile's, with its digest wherever a digest is given."""
+    pinned = stage("ollama")[0].arguments.split()[0]
+    seen = []
+    for path in repository_files():
+        if path.suffix not in (".yml", ".yaml", ".md", ".py", "") or path.name == "Dockerfile":
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for match in OLLAMA_IMAGE.finditer(text):
+            seen.append(path.relative_to(ROOT).as_posix())
+            where = f"{path.relative_to(ROOT)}: {match[0]}"
+            assert match["tag"] == ollama_version(), f"{where}: the image ships {pinned}"
+            if match["digest"]:
+                assert match[0] == pinned, f"{where}: the Dockerfile pins {pinned}"
+    for required in (".github/workflows/ci.yml", "examples/gitlab-ci.yml", "docs/gitlab-ci.md"):
+        assert required in seen
+    ci = (ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
+    assert f"image: {pinned}" in ci, "the CI service container is pinned by digest too"
+
+
+FAKE_VERSION = re.compile(r'^\s*(?:DEFAULT_)?VERSION\s*=\s*"(?P<version>\d+\.\d+\.\d+)"', re.M)
+
+
+def fake_ollama_versions() -> dict[str, str]:
+    """The Ollama version each fake Ollama server under tests/ answers `GET /api/version` with
+    (a module-level `VERSION` or `DEFAULT_VERSION` in a file whose name mentions ollama)."""
+    found = {}
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if "ollama" in path.relative_to(ROOT).as_posix():
+            for match in FAKE_VERSION.finditer(path.read_text(encoding="utf-8")):
+                found[path.relative_to(ROOT).as_posix()] = match["version"]
+    return found
+
+
+def test_the_fake_ollama_servers_speak_the_shipped_version() -> None:
+    fakes = fake_ollama_versions()
+    assert fakes, "no fake Ollama server found under tests/"
+    wrong = {path: v for path, v in fakes.items() if v != ollama_version()}
+    if wrong:
+        pytest.xfail(f"fakes still speak {wrong}, the image ships {ollama_version()}")
+    docs = (ROOT / "docs" / "real-model.md").read_text(encoding="utf-8")
+    assert f'`{{"version": "{ollama_version()}"}}`' in docs
 
 
 def test_ollama_is_copied_cpu_only() -> None:
+    """The 3 GB of GPU libraries stay in the throwaway stage: the final image takes the binary
+    and /usr/lib/ollama from it after they are deleted there, and is not built on it."""
     copies = [i.arguments for i in of("COPY") if i.arguments.startswith("--from=ollama ")]
     assert copies == [
         "--from=ollama /usr/bin/ollama /usr/bin/ollama",
         "--from=ollama /usr/lib/ollama /usr/lib/ollama",
     ]
-    (stage_run,) = [i.arguments for i in instructions()[:3] if i.keyword == "RUN"]
+    (stage_run,) = [i.arguments for i in stage("ollama") if i.keyword == "RUN"]
     for gpu in ("cuda_*", "vulkan*", "mlx*", "rocm*"):
         assert f"/usr/lib/ollama/{gpu}" in stage_run
+    final = stages()[-1]
+    assert final[0].arguments == "base"
+    assert all(i in final for i in of("COPY") if i.arguments.startswith("--from=ollama "))
+
+
+def test_the_wheel_is_built_by_the_locked_backend_without_isolation() -> None:
+    wheel = stage("wheel")
+    assert wheel[0].arguments == "base AS wheel"
+    runs = [i.arguments for i in wheel if i.keyword == "RUN"]
+    assert runs[0] == "pip install --no-deps --require-hashes -r /tmp/requirements/build.txt"
+    assert runs[1] == "pip wheel --no-build-isolation --no-deps --wheel-dir /wheels /src"
+    copies = [i.arguments for i in wheel if i.keyword == "COPY"]
+    assert copies[0] == "requirements/build.txt /tmp/requirements/build.txt"
 
 
 def test_dependencies_are_installed_from_the_lock_before_the_code() -> None:
-    runs = [i.arguments for i in of("RUN")]
+    final = stages()[-1]
+    runs = [i.arguments for i in final if i.keyword == "RUN"]
     lock_install = next(r for r in runs if "runtime.txt" in r)
     assert "--require-hashes" in lock_install
     assert "--no-deps" in lock_install
-    package_install = next(r for r in runs if "pip install --no-deps /tmp/ruledrift" in r)
+    package_install = next(r for r in runs if "ruledrift-*.whl" in r)
+    assert package_install.startswith(
+        "--mount=type=bind,from=wheel,source=/wheels,target=/tmp/wheels pip install --no-deps "
+        "--no-index /tmp/wheels/ruledrift-*.whl"
+    )
     assert "pip check" in package_install
-    order = [sources for sources, _ in local_copies()]
-    assert order.index(["requirements/runtime.txt"]) < order.index(["ruledrift"])
+    assert runs.index(lock_install) < runs.index(package_install)
+    assert "setuptools" not in " ".join(runs), "the build backend stays in the wheel stage"
 
 
 def test_environment_entrypoint_and_user() -> None:
@@ -149,11 +264,11 @@ def test_oci_labels() -> None:
 # --- the lock -----------------------------------------------------------------------------------
 
 
-def locked() -> dict[str, tuple[Version, int]]:
-    """name -> (pinned version, number of hashes) from requirements/runtime.txt."""
+def locked(lock: Path = LOCK) -> dict[str, tuple[Version, int]]:
+    """name -> (pinned version, number of hashes) from a lock (requirements/*.txt)."""
     pins: dict[str, tuple[Version, int]] = {}
     current = ""
-    for line in LOCK.read_text(encoding="utf-8").splitlines():
+    for line in lock.read_text(encoding="utf-8").splitlines():
         if match := re.match(r"^([A-Za-z0-9._-]+)==([^\s;\\]+)", line):
             current = canonicalize_name(match.group(1))
             pins[current] = (Version(match.group(2)), 0)
@@ -170,11 +285,32 @@ def runtime_dependencies() -> list[Requirement]:
     return [Requirement(text) for text in pyproject["project"]["dependencies"]]
 
 
-def test_every_locked_package_is_pinned_with_hashes() -> None:
-    pins = locked()
+@pytest.mark.parametrize("lock", [LOCK, BUILD_LOCK], ids=lambda p: p.name)
+def test_every_locked_package_is_pinned_with_hashes(lock: Path) -> None:
+    pins = locked(lock)
     assert pins
     for name, (_, hashes) in pins.items():
         assert hashes >= 1, f"{name} has no --hash"
+
+
+def build_requirements() -> list[Requirement]:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return [Requirement(text) for text in pyproject["build-system"]["requires"]]
+
+
+def test_the_build_lock_is_what_build_system_requires() -> None:
+    """setuptools 77 or newer (SPDX `license = "MIT"`), from a hashed lock, and nothing else."""
+    wanted = [
+        Requirement(line.split("#", 1)[0])
+        for line in BUILD_INTENT.read_text(encoding="utf-8").splitlines()
+        if line.split("#", 1)[0].strip()
+    ]
+    assert sorted(map(str, wanted)) == sorted(map(str, build_requirements()))
+    assert [str(r) for r in build_requirements()] == ["setuptools>=77"]
+    pins = locked(BUILD_LOCK)
+    for requirement in build_requirements():
+        name = canonicalize_name(requirement.name)
+        assert requirement.specifier.contains(pins[name][0]), f"{name}=={pins[name][0]}"
 
 
 def test_the_lock_covers_every_runtime_dependency() -> None:
@@ -198,13 +334,20 @@ def test_the_intent_file_asks_for_what_pyproject_asks_for() -> None:
     assert as_text == expected
 
 
+def run(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, f"{command}: {done.stdout}{done.stderr}"
+
+
 @pytest.fixture(scope="session")
 def image_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """RuleDrift installed as the Dockerfile installs it: the lock with hashes, then the package
-    from a copy of exactly the files the Dockerfile copies, both with --no-deps."""
+    """RuleDrift built and installed as the Dockerfile does it: the build lock with hashes, the
+    wheel built without isolation from a copy of exactly the files the Dockerfile copies, then
+    the runtime lock with hashes and the wheel, with --no-deps and without an index."""
     base = tmp_path_factory.mktemp("image")
-    venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    builder, venv, wheels = base / "builder", base / "venv", base / "wheels"
+    for target in (builder, venv):
+        subprocess.run([sys.executable, "-m", "venv", str(target)], check=True, timeout=120)
     source = base / "ruledrift"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -212,14 +355,15 @@ def image_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(
         ROOT / "ruledrift", source / "ruledrift", ignore=shutil.ignore_patterns("__pycache__")
     )
+    build_pip = [str(builder / "bin" / "python"), "-m", "pip", "--quiet"]
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps"]
-    for command in (
-        [*pip, "--require-hashes", "-r", str(LOCK)],
-        [*pip, str(source)],
-        [str(venv / "bin" / "python"), "-m", "pip", "check"],
-    ):
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-        assert done.returncode == 0, f"{command}: {done.stdout}{done.stderr}"
+    run([*build_pip, "uninstall", "--yes", "setuptools"])  # the venv's own copy, if any
+    run([*build_pip, "install", "--no-deps", "--require-hashes", "-r", str(BUILD_LOCK)])
+    run([*build_pip, "wheel", "--no-build-isolation", "--no-deps", "-w", str(wheels), str(source)])
+    run([*pip, "--require-hashes", "-r", str(LOCK)])
+    (wheel,) = wheels.glob("ruledrift-*.whl")
+    run([*pip, "--no-index", str(wheel)])
+    run([str(venv / "bin" / "python"), "-m", "pip", "check"])
     return venv
 
 
