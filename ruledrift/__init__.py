@@ -1,3 +1,3 @@
 """RuleDrift: test that an LLM agent keeps obeying its critical rules as a conversation grows."""
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"

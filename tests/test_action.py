@@ -1,6 +1,8 @@
-"""action.yml, the workflows in .github/workflows and examples/gitlab-ci.yml: valid against their
-schemas (vendored SchemaStore copies, check-jsonschema's GitLab schema), in step with
-entrypoint.py and the docs, least-privileged, pinned, and clean under zizmor --offline."""
+"""action.yml, the workflows in .github/workflows, .github/dependabot.yml and
+examples/gitlab-ci.yml: valid against their schemas (vendored SchemaStore copies,
+check-jsonschema's built-in ones), in step with the entrypoint, the package version and the
+docs, least-privileged, pinned (the same pins in the docs), clean under zizmor's pedantic
+persona, and a release workflow that runs tests → build → push → smoke → move tags."""
 
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ import pytest
 import yaml
 from jsonschema import Draft7Validator
 
+import ruledrift
 from ruledrift import action as entrypoint
 from ruledrift.action import inputs as action_inputs
+from scripts.release import check_version
 from tests.support.processes import tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +33,25 @@ SCHEMA_SHA256 = {
     "github-workflow.json": "7a952fdb7c1b130732e40ccea9db9bced906c1198e97834f8a49ae3b411f3161",
 }
 PINNED_USES = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
+# The one pin of every action the workflows and the docs use: the newest release whose commit
+# and `runs.using: node24` (composite for attest-build-provenance, wrapping actions/attest v4.1.0
+# on node24) were read from the action's own repository, each SHA also seen pinned the same way
+# in public workflows. Dependabot proposes newer ones (.github/dependabot.yml).
+PINS = {
+    "actions/checkout": "3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1",
+    "actions/setup-python": "5fda3b95a4ea91299a34e894583c3862153e4b97 # v7.0.0",
+    "actions/cache": "27d5ce7f107fe9357f9df03efb73ab90386fccae # v5.0.5",
+    "actions/upload-artifact": "bbbca2ddaa5d8feaa63e36b76fdaad77386f024f # v7.0.0",
+    "actions/attest-build-provenance": "a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0",
+    "docker/setup-qemu-action": "96fe6ef7f33517b61c61be40b68a1882f3264fb8 # v4.2.0",
+    "docker/setup-buildx-action": "37fe631027851001ddb9b187196cc803df7f5f0e # v4.3.0",
+    "docker/login-action": "4907a6ddec9925e35a0a9e82d7399ccc52663121 # v4.1.0",
+    "docker/metadata-action": "dc802804100637a589fabce1cb79ff13a1411302 # v6.2.0",
+    "docker/build-push-action": "53b7df96c91f9c12dcc8a07bcb9ccacbed38856a # v7.3.0",
+}
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "examples"]
+USES = re.compile(r"uses:\s*([\w.-]+/[\w.-]+)@(\S+)(?:[ \t]+(#[^\n]*))?")
+DOCKERFILE_SWITCH = "sed -i 's|^  image: docker://.*$|  image: Dockerfile|' action.yml"
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
@@ -88,13 +111,24 @@ def test_action_yml_is_valid() -> None:
     assert schema_errors("github-action.json", action()) == []
 
 
-def test_action_is_a_docker_action_built_from_the_dockerfile() -> None:
+def test_action_runs_the_prebuilt_image_of_the_package_version() -> None:
     runs = action()["runs"]
-    assert runs == {"using": "docker", "image": "Dockerfile"}
-    assert (ROOT / runs["image"]).is_file()
+    image = f"docker://ghcr.io/ruledrift/action:{ruledrift.__version__}"
+    assert runs == {"using": "docker", "image": image}, "action.yml must run this version's image"
+    assert check_version.action_image() == image
+    assert check_version.package_version() == ruledrift.__version__
+    assert check_version.problems(f"v{ruledrift.__version__}", "ghcr.io/ruledrift/action") == []
     branding = action()["branding"]
     assert branding["icon"]
     assert branding["color"]
+
+
+def test_the_docs_promise_the_major_version_of_the_package() -> None:
+    """`uses: ruledrift/action@v1` and `:1` exist only if the package's major version is 1."""
+    major = ruledrift.__version__.split(".")[0]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"uses: ruledrift/action@v{major}\n" in readme
+    assert f"ghcr.io/ruledrift/action:{major} " in readme
 
 
 def test_inputs_are_kebab_case_described_and_agree_with_the_entrypoint() -> None:
@@ -139,7 +173,11 @@ def test_workflows_are_least_privileged(path: Path) -> None:
             if level == "write":
                 allowed = {
                     ("release.yml", "image", "packages"),
-                    ("release.yml", "major-tag", "contents"),
+                    ("release.yml", "image", "id-token"),
+                    ("release.yml", "image", "attestations"),
+                    ("release.yml", "image", "artifact-metadata"),
+                    ("release.yml", "move-tags", "contents"),
+                    ("release.yml", "move-tags", "packages"),
                 }
                 assert (path.name, name, scope) in allowed, f"{name}: {scope}: write"
 
@@ -153,6 +191,9 @@ def test_actions_are_pinned_by_commit(path: Path) -> None:
         if reference.startswith("./"):
             continue
         assert PINNED_USES.match(reference), f"pin by full SHA with a version comment: {reference}"
+        name, _, pin = reference.partition("@")
+        assert name in PINS, f"{name}: add its verified pin to PINS"
+        assert pin == PINS[name], f"{name}: pinned {pin!r}, the one pin is {PINS[name]!r}"
     checkouts = [
         s for s in steps(load_yaml(path)) if s.get("uses", "").startswith("actions/checkout")
     ]
@@ -193,23 +234,141 @@ def test_ci_runs_the_tests_on_every_supported_python() -> None:
     assert any(s.get("run") == ".ci/run" for s in job["steps"])
 
 
-def test_release_publishes_a_multi_arch_image_and_moves_the_major_tag() -> None:
-    document = workflow("release.yml")
-    assert document["on"]["push"]["tags"]
-    image = document["jobs"]["image"]
-    (build,) = [s for s in image["steps"] if s.get("uses", "").startswith("docker/build-push")]
-    assert build["with"]["platforms"] == "linux/amd64,linux/arm64"
-    assert build["with"]["push"] is True
-    assert any(s.get("uses", "").startswith("docker/setup-qemu-action@") for s in image["steps"])
-    major = document["jobs"]["major-tag"]
-    assert major["needs"] == "image"
-    assert "git/refs" in major["steps"][0]["run"]
+def test_the_docs_show_the_workflows_pins() -> None:
+    files = [f for path in DOCS for f in ([path] if path.is_file() else path.rglob("*.*"))]
+    shown = 0
+    for path in files:
+        for name, ref, comment in USES.findall(path.read_text(encoding="utf-8")):
+            if name == "ruledrift/action" or not re.fullmatch(r"[0-9a-f]{40}", ref):
+                assert name == "ruledrift/action", (
+                    f"{path}: {name}@{ref}: pin it as the workflows do"
+                )
+                continue
+            shown += 1
+            assert f"{ref} {comment}" == PINS.get(name), f"{path}: {name}@{ref} {comment}"
+    assert shown >= 5
 
 
-def test_zizmor_finds_nothing() -> None:
+def ci_jobs_with_the_action() -> dict[str, dict[str, Any]]:
+    jobs = workflow("ci.yml")["jobs"]
+    return {name: job for name, job in jobs.items() if local_action_steps(job)}
+
+
+def test_ci_builds_the_action_from_the_branch_before_every_local_use() -> None:
+    """action.yml runs the released image; CI must test the change, so each job switches
+    action.yml to `image: Dockerfile` after its checkout and before its first `uses: ./`."""
+    jobs = ci_jobs_with_the_action()
+    assert {"action", "ollama-sidecar", "ollama-service"} <= set(jobs)
+    for name, job in jobs.items():
+        names = [s.get("uses", "").split("@")[0] or s.get("run", "") for s in job["steps"]]
+        switches = [i for i, s in enumerate(job["steps"]) if DOCKERFILE_SWITCH in s.get("run", "")]
+        checkout = names.index("actions/checkout")
+        first_use = min(job["steps"].index(s) for s in local_action_steps(job))
+        assert switches, f"{name}: no step switches action.yml to the Dockerfile"
+        assert checkout < switches[0] < first_use, f"{name}: switch after checkout, before ./"
+
+
+def test_the_switch_gives_a_valid_action_built_from_the_dockerfile(tmp_path: Path) -> None:
+    """The switch step's own script, run by bash on a copy of action.yml."""
+    (step,) = {
+        s["run"]
+        for job in ci_jobs_with_the_action().values()
+        for s in job["steps"]
+        if DOCKERFILE_SWITCH in s.get("run", "")
+    }
+    (tmp_path / "action.yml").write_bytes((ROOT / "action.yml").read_bytes())
+    subprocess.run(["bash", "-euo", "pipefail", "-c", step], cwd=tmp_path, check=True, timeout=30)
+    switched = load_yaml(tmp_path / "action.yml")
+    assert switched["runs"] == {"using": "docker", "image": "Dockerfile"}
+    assert (ROOT / "Dockerfile").is_file()
+    assert schema_errors("github-action.json", switched) == []
+    assert {k: v for k, v in switched.items() if k != "runs"} == {
+        k: v for k, v in action().items() if k != "runs"
+    }
+
+
+def release_jobs() -> dict[str, dict[str, Any]]:
+    return dict(workflow("release.yml")["jobs"])
+
+
+def test_release_runs_tests_then_build_push_smoke_and_moves_tags_last() -> None:
+    jobs = release_jobs()
+    assert list(jobs) == ["tests", "image", "smoke", "move-tags"]
+    assert jobs["image"]["needs"] == "tests"
+    assert set(jobs["smoke"]["needs"]) == {"tests", "image"}
+    assert set(jobs["move-tags"]["needs"]) == {"tests", "image", "smoke"}
+    image = jobs["image"]["steps"]
+    builds = [i for i, s in enumerate(image) if s.get("uses", "").startswith("docker/build-push")]
+    (push,) = [i for i in builds if image[i]["with"].get("push") is True]
+    (build,) = [i for i in builds if image[i]["with"].get("push") is False]
+    attest = next(
+        i for i, s in enumerate(image) if s.get("uses", "").startswith("actions/attest-build")
+    )
+    login = next(i for i, s in enumerate(image) if s.get("uses", "").startswith("docker/login"))
+    assert build < login < push < attest, "build, then log in and push, then attest"
+    for key in ("platforms",):
+        assert image[build]["with"][key] == image[push]["with"][key] == "linux/amd64,linux/arm64"
+    assert image[push]["with"]["sbom"] is True
+    assert image[attest]["with"]["push-to-registry"] is True
+    assert "steps.push.outputs.digest" in image[attest]["with"]["subject-digest"]
+    tried = next(
+        i for i, s in enumerate(image) if "ruledrift:candidate --version" in s.get("run", "")
+    )
+    assert build < tried < push, "the amd64 build is tried before anything is published"
+
+
+def test_release_checks_ci_versions_and_pins_before_building() -> None:
+    runs = "\n".join(s.get("run", "") for s in release_jobs()["tests"]["steps"])
+    for script in ("check_version", "ci_status", "base_pins --check"):
+        assert f"python3 -m scripts.release.{script}" in runs
+    assert "actions/workflows/ci.yml/runs?head_sha=" in runs
+    assert release_jobs()["tests"]["permissions"]["actions"] == "read"
+
+
+def test_release_smoke_tests_the_pushed_image_anonymously_on_both_architectures() -> None:
+    smoke = release_jobs()["smoke"]
+    runners = {entry["runner"]: entry["arch"] for entry in smoke["strategy"]["matrix"]["include"]}
+    assert runners == {"ubuntu-24.04": "amd64", "ubuntu-24.04-arm": "arm64"}
+    runs = "\n".join(s.get("run", "") for s in smoke["steps"])
+    assert 'DOCKER_CONFIG="$RUNNER_TEMP/anonymous-docker"' in runs  # no credentials at all
+    assert "docs/releasing.md" in runs
+    assert '--version)" = "ruledrift $VERSION"' in runs
+    assert "--entrypoint ollama" in runs
+    assert "examples/passing/suite.json" in runs
+    assert "examples/demo/suite.json" in runs
+    assert not any(s.get("uses", "").startswith("docker/login") for s in smoke["steps"])
+    (released,) = local_action_steps(smoke)
+    assert not any(DOCKERFILE_SWITCH in s.get("run", "") for s in smoke["steps"]), (
+        "the smoke test runs the committed action.yml: the released image, as users get it"
+    )
+    assert released["with"]["config"] == "examples/passing/suite.json"
+
+
+def test_release_moves_tags_forward_only_and_publishes_the_changelog() -> None:
+    steps = release_jobs()["move-tags"]["steps"]
+    runs = "\n".join(s.get("run", "") for s in steps)
+    assert 'scripts.release.moving_tags "$VERSION" --kind git' in runs
+    assert 'scripts.release.moving_tags "$VERSION" --kind image' in runs
+    assert 'imagetools create --tag "$IMAGE:$tag" "$IMAGE@$DIGEST"' in runs
+    assert "git/refs" in runs
+    assert "scripts.release.changelog" in runs
+    assert "gh release create" in runs
+    assert runs.index("imagetools create") < runs.index("gh release create")
+    on = workflow("release.yml")["on"]
+    assert on == {"push": {"tags": ["v[0-9]+.[0-9]+.[0-9]+", "v[0-9]+.[0-9]+.[0-9]+-*"]}}
+
+
+def test_zizmor_pedantic_finds_nothing() -> None:
     zizmor = tool("zizmor", "zizmor")
     done = subprocess.run(
-        [zizmor, "--offline", "--no-progress", ".github/workflows", "action.yml"],
+        [
+            zizmor,
+            "--persona=pedantic",
+            "--offline",
+            "--no-progress",
+            ".github/workflows",
+            "action.yml",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -231,6 +390,22 @@ def check_jsonschema(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+def test_dependabot_config_is_valid_and_covers_every_pin() -> None:
+    done = check_jsonschema("--builtin-schema", "vendor.dependabot", ".github/dependabot.yml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    updates = load_yaml(ROOT / ".github" / "dependabot.yml")["updates"]
+    ecosystems = {u["package-ecosystem"]: u for u in updates}
+    assert set(ecosystems) == {"github-actions", "docker", "pip"}
+    assert ecosystems["pip"]["directory"] == "/requirements"
+    assert all(u.get("groups") for u in updates), "one grouped pull request per ecosystem"
+
+
+def test_the_dependabot_check_is_not_vacuous(tmp_path: Path) -> None:
+    broken = tmp_path / "dependabot.yml"
+    broken.write_text("version: 2\nupdates:\n  - package-ecosystem: npm\n    schedule: daily\n")
+    assert check_jsonschema("--builtin-schema", "vendor.dependabot", str(broken)).returncode == 1
 
 
 def test_the_gitlab_example_is_valid_gitlab_ci() -> None:
