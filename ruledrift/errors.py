@@ -1,4 +1,5 @@
-"""The errors RuleDrift raises and the exit codes they become (in `cli.main`, and only there)."""
+"""The errors RuleDrift raises, each carrying the exit code it becomes (in `cli.guarded`, the one
+place where exceptions become exit codes)."""
 
 from __future__ import annotations
 
