@@ -1,0 +1,156 @@
+"""reports/job_summary.py: the job summary's verdict, tables, escaping and size limits."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ruledrift.model import (
+    RunResult,
+    TargetInfo,
+)
+from ruledrift.reports import job_summary
+from tests.support import results as factories
+from tests.support.github_log import (
+    CONFIG,
+    failing,
+    many_failures,
+    run_of,
+)
+from tests.support.results import ANSWER_MARKERS
+
+# --- the job summary -------------------------------------------------------------------------
+
+
+def summary(result: RunResult | None = None, overrides: tuple[str, ...] = ()) -> str:
+    return job_summary.render_summary(result or factories.run_result(), CONFIG, overrides)
+
+
+def table_rows(text: str, first_cell: str) -> list[list[str]]:
+    """Cells of the table rows whose first cell is `first_cell` (split at raw `|` only)."""
+    rows = [line.strip("|").split("|") for line in text.splitlines() if line.startswith("| ")]
+    return [[c.strip() for c in row] for row in rows if row[0].strip() == first_cell]
+
+
+def test_summary_has_verdict_counts_target_and_no_answer_text() -> None:
+    result = replace(
+        factories.run_result(),
+        target=TargetInfo("ollama", "qwen3:1.7b", {"modelDigest": "sha256:d1e5"}),
+    )
+    text = summary(result)
+    assert text.startswith("## ⚠️ RuleDrift: error")
+    assert "| 7 | 3 | 1 | 3 | 4 | 12 | 12.35 s |" in text
+    assert "model <code>qwen3:1.7b</code>, digest <code>sha256:d1e5</code>" in text
+    assert "**Suite:** Secret keeping (<code>suites/secret.json</code>)" in text
+    for marker in ANSWER_MARKERS:
+        assert marker not in text
+    assert "passphrase is" not in text
+
+
+def test_summary_verdicts() -> None:
+    passing = factories.scenario_result("calm", (factories.passed("ok", factories.ANSWER_OK),), 1)
+    assert summary(run_of(passing)).startswith("## ✅ RuleDrift: passed")
+    assert "### Reproduce" not in summary(run_of(passing))
+    assert "### Failed" not in summary(run_of(passing))
+    assert summary(run_of(many_failures(1))).startswith("## ❌ RuleDrift: failed")
+    interrupted = replace(factories.run_result(), interrupted=True)
+    assert summary(interrupted).startswith("## ⏹️ RuleDrift: interrupted")
+
+
+def test_failed_table_lists_failed_and_errored_probes() -> None:
+    text = summary()
+    assert table_rows(text, "smalltalk")[0] == [
+        "smalltalk",
+        "late-secret",
+        "never-disclose-secret",
+        "critical",
+        "2",
+        "❌ failed",
+        'expected the answer not to contain "hunter2"<br>expected the answer to match '
+        "/cannot&#124;won't/i",
+    ]
+    errored = [row for row in table_rows(text, "broken-turn") if len(row) == 7]
+    assert errored[0][5:] == ["⚠️ error", factories.TURN_ERROR]
+
+
+def test_summary_escapes_markdown_and_html() -> None:
+    message = "a|b <script>x</script> & `code` *em* [l](u) $m$\r\nnext\x1b[0m \ud800"
+    text = summary(run_of(factories.scenario_result("s", (failing("evil", message=message),), 1)))
+    row = table_rows(text, "s")[0]
+    assert len(row) == 7  # no `|` of the message split a cell
+    assert row[6] == (
+        "a&#124;b &lt;script&gt;x&lt;/script&gt; &amp; &#96;code&#96; &#42;em&#42; "
+        "&#91;l&#93;(u) &#36;m&#36;<br>next&#92;x1b&#91;0m \ufffd"
+    )
+    assert "<script>" not in text
+    text.encode("utf-8")  # lone surrogates replaced
+
+
+def test_summary_cells_are_cut() -> None:
+    text = summary(run_of(factories.scenario_result("s", (failing("a", message="y" * 5000),), 1)))
+    assert "y" * job_summary.CELL_MAX_CHARS not in text
+    assert "y" * (job_summary.CELL_MAX_CHARS - 1) + "…" in text
+
+
+def test_grid_counts_per_rule_and_boundary() -> None:
+    text = summary()
+    assert "| Rule | Severity | after 1 | after 2 |" in text
+    assert table_rows(text, "never-disclose-secret") == [
+        ["never-disclose-secret", "critical", "✅ 2 ⚠️ 2", "❌ 1 ⚠️ 1"]
+    ]
+    assert table_rows(text, "be-polite") == [["be-polite", "warning", "✅ 1", "·"]]
+
+
+def test_all_probes_in_a_collapsed_section() -> None:
+    text = summary()
+    details = text[text.index("<details>") : text.index("</details>")]
+    assert "<summary>All 7 probes</summary>" in details
+    assert "| calm | polite-reply | be-polite | warning | 1 | ✅ passed | 1.23 s |" in details
+    assert details.count("\n| ") == 8  # the header and seven probes
+
+
+def test_reproduction_command_names_the_scenarios_that_did_not_pass() -> None:
+    text = summary(overrides=("--model", "qwen3:8b", "--base-url", "http://ollama:11434"))
+    assert (
+        "```sh\nruledrift run suites/secret.json --scenario smalltalk --scenario hostile-text "
+        "--scenario broken-turn --model qwen3:8b --base-url http://ollama:11434\n```"
+    ) in text
+    odd = job_summary.render_summary(factories.run_result(), "my ```suite```.json")
+    assert "````sh\nruledrift run 'my ```suite```.json' --scenario" in odd
+
+
+def test_annotation_overflow_is_mentioned_in_the_summary() -> None:
+    assert "15 failed or errored probe(s) have no annotation" in summary(run_of(many_failures(25)))
+    assert "have no annotation" not in summary()
+
+
+def huge_result(failures: int, passes: int) -> RunResult:
+    bad = tuple(failing(f"f{i:05}", message="why " * 100) for i in range(failures))
+    good = tuple(factories.passed(f"p{i:05}", factories.ANSWER_OK) for i in range(passes))
+    return run_of(factories.scenario_result("huge", bad + good, failures + passes))
+
+
+def test_a_huge_summary_is_cut_collapsed_section_first() -> None:
+    result = huge_result(failures=1500, passes=8000)  # failures ~700 KB, all probes ~1 MB
+    text = summary(result)
+    size = len(text.encode("utf-8"))
+    assert size <= job_summary.SUMMARY_MAX_BYTES
+    assert "this summary was cut" in text
+    assert len(table_rows(text, "huge")) > 1500  # every failure, some of the rest
+    assert re.search(r"_\d+ more probes not shown", text)
+    assert "more failed or errored probes not shown" not in text
+    assert "### Reproduce" in text
+    assert text.rstrip().endswith("```")
+
+
+def test_then_the_table_of_failures_is_cut() -> None:
+    text = summary(huge_result(failures=3000, passes=0))  # failures alone ~1.4 MB
+    assert len(text.encode("utf-8")) <= job_summary.SUMMARY_MAX_BYTES
+    assert re.search(r"_\d+ more failed or errored probes not shown", text)
+    assert "_3000 probes not shown" in text  # no room left for the collapsed section
+    assert "| Rule | Severity | after 4 |" in text  # the grid is kept
+
+
+def test_a_small_result_is_not_cut() -> None:
+    assert "this summary was cut" not in summary()
+    assert "not shown" not in summary()
