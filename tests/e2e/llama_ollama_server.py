@@ -1,6 +1,6 @@
 """A loopback server that speaks Ollama's native API, backed by a REAL model (llama.cpp through
 llama-cpp-python). No registry ships the Ollama server, so the e2e tests run RuleDrift's Ollama
-adapter against this instead: the HTTP contract is Ollama's (/work/shared/design/OLLAMA.md), the
+adapter against this instead: the HTTP contract is Ollama's (read from its source, v0.33.0), the
 answers come from a real model.
 
 Implements what RuleDrift's Ollama adapter uses:

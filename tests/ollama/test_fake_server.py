@@ -1,4 +1,4 @@
-"""The fake honours Ollama's contract (/work/shared/design/OLLAMA.md): each endpoint, errors,
+"""The fake honours Ollama's contract (read from Ollama's source, v0.33.0): each endpoint, errors,
 truncation, faults, recording, and the `ollama` stand-in executable."""
 
 from __future__ import annotations

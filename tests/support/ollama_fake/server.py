@@ -1,4 +1,4 @@
-"""A loopback Ollama for tests, written to the contract in /work/shared/design/OLLAMA.md.
+"""A loopback Ollama for tests, written to Ollama's contract as read from its source (v0.33.0).
 
 `FakeOllama` is a real HTTP/1.1 server on 127.0.0.1 (keep-alive, chunked NDJSON streaming) that
 answers like `ollama serve`: /api/chat (streaming by default), /api/tags, /api/version,
