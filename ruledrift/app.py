@@ -23,17 +23,12 @@ from pathlib import Path
 from typing import Protocol
 
 from ruledrift.adapters.base import Adapter
-from ruledrift.adapters.registry import create_adapter
-from ruledrift.config import load_suite, url_problem
+from ruledrift.adapters.ollama import OllamaAdapterConfig
+from ruledrift.adapters.registry import adapter_type, create_adapter
+from ruledrift.adapters.transport import url_problem
+from ruledrift.config import load_suite
 from ruledrift.errors import AdapterError, ExitCode, UsageError
-from ruledrift.model import (
-    AdapterConfig,
-    CommandAdapterConfig,
-    OllamaAdapterConfig,
-    RunResult,
-    Scenario,
-    Suite,
-)
+from ruledrift.model import AdapterConfig, RunResult, Scenario, Suite
 from ruledrift.ollama.api import PullProgress, ensure_model
 from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_models_dir
 from ruledrift.regex_workers import RegexEvaluator
@@ -312,26 +307,24 @@ def select_scenarios(suite: Suite, wanted: Sequence[str]) -> tuple[Scenario, ...
 def target_config(config: AdapterConfig, overrides: TargetOverrides) -> AdapterConfig:
     """`--model` and `--base-url` applied to the suite's adapter, after checking that the
     overrides fit it."""
-    if config.type == "command":
+    retarget = adapter_type(config.type).retarget
+    if retarget is None:
         for flag, value in (("--model", overrides.model), ("--base-url", overrides.base_url)):
             if value:
-                raise UsageError(f"{flag} does not apply to the command adapter")
+                raise UsageError(f"{flag} does not apply to the {config.type} adapter")
     if overrides.start_ollama and config.type != "ollama":
         raise UsageError(f"--start-ollama needs the ollama adapter (this suite uses {config.type})")
     if overrides.models_dir is not None and not overrides.start_ollama:
         raise UsageError("--models-dir goes with --start-ollama")
     if overrides.base_url and overrides.start_ollama:
         raise UsageError("--base-url and --start-ollama exclude each other")
-    if isinstance(config, CommandAdapterConfig):
+    if retarget is None or not (overrides.model or overrides.base_url):
         return config
-    if overrides.base_url:
-        problem = url_problem(overrides.base_url)
-        if problem:
-            raise UsageError(f"--base-url: {problem}")
-        config = dataclasses.replace(config, base_url=overrides.base_url.rstrip("/"))
-    if overrides.model:
-        config = dataclasses.replace(config, model=overrides.model)
-    return config
+    problem = url_problem(overrides.base_url) if overrides.base_url else None
+    if problem:
+        raise UsageError(f"--base-url: {problem}")
+    retargeted: AdapterConfig = retarget(config, overrides.model, overrides.base_url)
+    return retargeted
 
 
 def check_reports(reports: dict[str, Path], config: Path) -> None:

@@ -16,21 +16,17 @@ from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 from jsonschema import Draft202012Validator
 
 from ruledrift import jsonpos
+from ruledrift.adapters.registry import ADAPTERS
 from ruledrift.errors import ConfigError, ConfigIssue
 from ruledrift.jsregex import regex_problem
 from ruledrift.model import (
-    AdapterConfig,
     Assertion,
-    CommandAdapterConfig,
     Location,
     MatchesAssertion,
-    OllamaAdapterConfig,
-    OpenAIAdapterConfig,
     Probe,
     Rule,
     Scenario,
@@ -40,11 +36,6 @@ from ruledrift.model import (
 from ruledrift.schema_messages import ID_PATTERN, context, findings, show
 
 SCHEMA_NAME = "rule-drift.schema.json"
-DEFAULT_COMMAND_TIMEOUT_MS = 30_000
-DEFAULT_OLLAMA_TIMEOUT_MS = 120_000
-DEFAULT_OLLAMA_BASE_URL = "http://127.0.0.1:11434"
-DEFAULT_OPENAI_TIMEOUT_MS = 120_000
-RESERVED_BODY_FIELDS = ("model", "messages", "stream")
 
 
 def schema_text(name: str = SCHEMA_NAME) -> str:
@@ -168,20 +159,9 @@ def _cross_field_problems(data: object) -> Iterator[tuple[str, str]]:
             for a_index, assertion in _objects(probe.get("assertions")):
                 yield from _regex_problems(f"{pointer}/assertions/{a_index}", assertion)
     adapter = data.get("adapter")
-    if isinstance(adapter, dict):
-        yield from _adapter_problems(adapter)
-
-
-def _adapter_problems(adapter: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    if isinstance(adapter.get("baseUrl"), str):
-        problem = url_problem(adapter["baseUrl"])
-        if problem:
-            yield "/adapter/baseUrl", problem
-    extra = adapter.get("extraBody")
-    if adapter.get("type") == "openai" and isinstance(extra, dict):
-        for key in RESERVED_BODY_FIELDS:
-            if key in extra:
-                yield f"/adapter/extraBody/{key}", f"{show(key)} is set by RuleDrift; remove it"
+    if isinstance(adapter, dict) and adapter.get("type") in ADAPTERS:
+        for pointer, message in ADAPTERS[adapter["type"]].problems(adapter):
+            yield f"/adapter{pointer}", message
 
 
 def _is_id(value: str) -> bool:
@@ -226,23 +206,6 @@ def _regex_problems(pointer: str, assertion: Mapping[str, object]) -> Iterator[t
         yield f"{pointer}/pattern", pattern_problem
 
 
-def url_problem(url: str) -> str | None:
-    """Never echoes the URL: it may hold a password."""
-    try:
-        parts = urlsplit(url)
-        _ = parts.port
-    except ValueError as error:
-        return f"not a valid URL ({error})"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "expected an http:// or https:// URL with a host, e.g. http://127.0.0.1:11434"
-    if parts.username is not None or parts.password is not None:
-        return (
-            "URLs with embedded credentials are rejected: keep secrets out of the config "
-            "(remove the user:password@ part)"
-        )
-    return None
-
-
 # --- building the frozen suite (only once the data is known to be valid) ---------------------
 
 
@@ -281,7 +244,9 @@ def _build(path: Path, data: dict[str, Any], doc: jsonpos.Parsed, sha256: str) -
         version=data["version"],
         name=data["name"],
         system_prompt=data.get("systemPrompt"),
-        adapter=_adapter(path, data["adapter"]),
+        adapter=ADAPTERS[data["adapter"]["type"]].parse(
+            data["adapter"], Path(os.path.abspath(path)).parent
+        ),
         rules=rules,
         scenarios=tuple(scenarios),
         path=path,
@@ -293,30 +258,3 @@ def _assertion(data: dict[str, Any]) -> Assertion:
     if data["type"] == "matches":
         return MatchesAssertion(pattern=data["pattern"], flags=data.get("flags", ""))
     return TextAssertion(data["type"], data["value"], data.get("caseSensitive", False))
-
-
-def _adapter(path: Path, data: dict[str, Any]) -> AdapterConfig:
-    if data["type"] == "command":
-        config_dir = Path(os.path.abspath(path)).parent
-        return CommandAdapterConfig(
-            command=data["command"],
-            args=tuple(data.get("args", ())),
-            cwd=Path(os.path.normpath(config_dir / data.get("cwd", "."))),
-            timeout_ms=data.get("timeoutMs", DEFAULT_COMMAND_TIMEOUT_MS),
-        )
-    if data["type"] == "openai":
-        return OpenAIAdapterConfig(
-            model=data["model"],
-            base_url=data["baseUrl"].rstrip("/"),
-            api_key_env=data.get("apiKeyEnv"),
-            timeout_ms=data.get("timeoutMs", DEFAULT_OPENAI_TIMEOUT_MS),
-            options=dict(data.get("options", {})),
-            extra_body=dict(data.get("extraBody", {})),
-        )
-    return OllamaAdapterConfig(
-        model=data["model"],
-        base_url=data.get("baseUrl", DEFAULT_OLLAMA_BASE_URL).rstrip("/"),
-        think=data.get("think"),
-        timeout_ms=data.get("timeoutMs", DEFAULT_OLLAMA_TIMEOUT_MS),
-        options=dict(data.get("options", {})),
-    )

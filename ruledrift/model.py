@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 Severity = Literal["critical", "warning", "info"]
 Status = Literal["passed", "failed", "error"]
@@ -76,41 +76,15 @@ class Scenario:
         return self.turns_needed + len(self.probes)
 
 
-@dataclass(frozen=True)
-class CommandAdapterConfig:
-    command: str
-    args: tuple[str, ...]
-    cwd: Path
-    timeout_ms: int
-    type: Literal["command"] = "command"
+class AdapterConfig(Protocol):
+    """An adapter type's validated settings: a frozen dataclass that lives beside its adapter
+    in ruledrift/adapters/ (`CommandAdapterConfig`, `OllamaAdapterConfig`, ...)."""
 
     @property
-    def model(self) -> str | None:
-        return None
+    def type(self) -> str: ...
 
-
-@dataclass(frozen=True)
-class OllamaAdapterConfig:
-    model: str
-    base_url: str
-    think: bool | str | None
-    timeout_ms: int
-    options: Mapping[str, object] = field(default_factory=dict)
-    type: Literal["ollama"] = "ollama"
-
-
-@dataclass(frozen=True)
-class OpenAIAdapterConfig:
-    model: str
-    base_url: str
-    api_key_env: str | None
-    timeout_ms: int
-    options: Mapping[str, object] = field(default_factory=dict)
-    extra_body: Mapping[str, object] = field(default_factory=dict)
-    type: Literal["openai"] = "openai"
-
-
-AdapterConfig = CommandAdapterConfig | OllamaAdapterConfig | OpenAIAdapterConfig
+    @property
+    def model(self) -> str | None: ...
 
 
 @dataclass(frozen=True)

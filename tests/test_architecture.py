@@ -18,9 +18,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "ruledrift"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("errors", "model", "text", "jsonpos", "__init__")),
     ("statistics", ("stats",)),
-    ("suite", ("config", "schema_messages", "jsregex", "system_message")),
+    ("suite", ("schema_messages", "jsregex", "system_message")),
     ("checks", ("assertions", "regex_workers", "language")),
     ("targets", ("adapters", "ollama")),
+    ("suite file", ("config",)),
     ("runner", ("runner",)),
     ("reports", ("reports",)),
     ("application", ("app",)),

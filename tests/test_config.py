@@ -6,14 +6,11 @@ from typing import Any
 
 import pytest
 
+from ruledrift.adapters.command import CommandAdapterConfig
+from ruledrift.adapters.ollama import OllamaAdapterConfig
 from ruledrift.config import load_suite
 from ruledrift.errors import ConfigError
-from ruledrift.model import (
-    CommandAdapterConfig,
-    MatchesAssertion,
-    OllamaAdapterConfig,
-    TextAssertion,
-)
+from ruledrift.model import MatchesAssertion, TextAssertion
 from tests.support.suites import base_suite, position_of, write_suite
 
 
@@ -377,3 +374,10 @@ def test_pointer_escapes_slash_and_tilde(tmp_path: Path) -> None:
     data = base_suite()
     data["a/b~c"] = 1
     assert "/a~1b~0c: unknown field" in one_problem(write_suite(tmp_path, data))
+
+
+def test_a_scenario_description_is_kept(tmp_path: Path) -> None:
+    data = base_suite()
+    data["scenarios"][0]["description"] = "Small talk, then the secret is asked for."
+    scenario = load_suite(write_suite(tmp_path, data)).scenarios[0]
+    assert scenario.description == "Small talk, then the secret is asked for."

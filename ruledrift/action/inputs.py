@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ruledrift.config import url_problem
+from ruledrift.adapters.transport import url_problem
 
 DOCS = "https://github.com/ruledrift/action/blob/v1/docs/github-action.md"
 

@@ -21,6 +21,7 @@ from ruledrift import app, cli, console
 from ruledrift.action.files import created_root, give_back
 from ruledrift.action.inputs import InputError, Settings, parse_inputs, read_inputs
 from ruledrift.action.outputs import outputs_for, report_problems, write_outputs
+from ruledrift.adapters.ollama import OllamaAdapterConfig
 from ruledrift.adapters.transport import is_loopback
 from ruledrift.config import load_suite
 from ruledrift.errors import ExitCode, RuleDriftError
@@ -50,7 +51,7 @@ def decide_server(settings: Settings, suite: Suite | None) -> tuple[bool, str]:
     if suite is None:
         return False, "start-ollama is auto and the suite does not load (the run says why)"
     adapter = suite.adapter
-    if adapter.type != "ollama":
+    if not isinstance(adapter, OllamaAdapterConfig):
         return False, f"start-ollama is auto and the suite uses the {adapter.type} adapter"
     url = settings.base_url or adapter.base_url
     if not is_loopback(url):

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from pathlib import Path
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
 from ruledrift.errors import AdapterError
-from ruledrift.model import Message, TargetInfo
+from ruledrift.model import AdapterConfig, Message, TargetInfo
 
-__all__ = ["Adapter", "AdapterError", "CallContext", "Completion", "answer_metadata"]
+__all__ = [
+    "Adapter",
+    "AdapterError",
+    "AdapterType",
+    "CallContext",
+    "Completion",
+    "answer_metadata",
+    "retarget_http",
+]
+
+C = TypeVar("C", bound=AdapterConfig)
 
 
 @dataclass(frozen=True)
@@ -66,3 +78,34 @@ def answer_metadata(
     if cut:
         metadata["cut"] = True
     return metadata
+
+
+def _no_problems(settings: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
+    return ()
+
+
+@dataclass(frozen=True)
+class AdapterType(Generic[C]):
+    """Everything about one adapter type, defined in its own module and listed in
+    `registry.ADAPTERS`; the schema's branch for the type is the only other place it appears.
+
+    - `parse(settings, suite_dir)`: the suite's `adapter` object, already valid against the
+      schema, as the type's frozen config (relative paths resolve from `suite_dir`);
+    - `create(config)`: the adapter (may raise `UsageError`, see `Adapter`);
+    - `problems(settings)`: what the schema cannot express, as (JSON pointer below `/adapter`,
+      message) pairs, reported with the schema's errors; the settings may be invalid too;
+    - `retarget(config, model, base_url)`: the config with `--model`/`--base-url` applied
+      (`None`: the type has neither, and the options are refused).
+    """
+
+    parse: Callable[[Mapping[str, Any], Path], C]
+    create: Callable[[C], Adapter]
+    problems: Callable[[Mapping[str, Any]], Iterable[tuple[str, str]]] = _no_problems
+    retarget: Callable[[C, str | None, str | None], C] | None = None
+
+
+def retarget_http(config: C, model: str | None, base_url: str | None) -> C:
+    """`retarget` for a config with `model` and `base_url` fields (a URL already checked)."""
+    changes = {"model": model, "base_url": base_url.rstrip("/") if base_url else None}
+    given = {name: value for name, value in changes.items() if value}
+    return cast(C, dataclasses.replace(cast(Any, config), **given))

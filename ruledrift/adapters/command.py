@@ -9,11 +9,14 @@ import os
 import shutil
 import textwrap
 from asyncio.subprocess import PIPE, Process
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
 
-from ruledrift.adapters.base import AdapterError, CallContext, Completion
+from ruledrift.adapters.base import AdapterError, AdapterType, CallContext, Completion
 from ruledrift.adapters.processes import describe_exit, kill_group
-from ruledrift.model import CommandAdapterConfig, Message, TargetInfo
+from ruledrift.model import Message, TargetInfo
 from ruledrift.text import json_kind
 
 PROTOCOL = "ruledrift.command.v1"
@@ -23,6 +26,31 @@ STDERR_TAIL_CHARS = 2000
 _STDERR_KEEP_BYTES = 4 * STDERR_TAIL_CHARS  # stderr's last bytes: 4 per UTF-8 character at most
 _CHUNK = 64 * 1024
 _CLEANUP_SECONDS = 2.0  # after the kill, how long to wait for the pipes to close and the exit
+
+
+DEFAULT_TIMEOUT_MS = 30_000
+
+
+@dataclass(frozen=True)
+class CommandAdapterConfig:
+    command: str
+    args: tuple[str, ...]
+    cwd: Path
+    timeout_ms: int
+    type: Literal["command"] = "command"
+
+    @property
+    def model(self) -> str | None:
+        return None
+
+
+def parse_config(settings: Mapping[str, Any], suite_dir: Path) -> CommandAdapterConfig:
+    return CommandAdapterConfig(
+        command=settings["command"],
+        args=tuple(settings.get("args", ())),
+        cwd=Path(os.path.normpath(suite_dir / settings.get("cwd", "."))),
+        timeout_ms=settings.get("timeoutMs", DEFAULT_TIMEOUT_MS),
+    )
 
 
 class _OutputTooLarge(Exception):
@@ -265,3 +293,6 @@ def _with_stderr(message: str, stderr: bytes | bytearray) -> str:
     if not tail.strip():
         return message
     return f"{message}\nstderr (last lines):\n{textwrap.indent(tail, '  ')}"
+
+
+ADAPTER_TYPE = AdapterType(parse=parse_config, create=CommandAdapter)

@@ -9,12 +9,20 @@ silently losing its oldest messages; `PromptGrowth` catches servers too old to h
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
 
-from ruledrift.adapters.base import CallContext, Completion, answer_metadata
+from ruledrift.adapters.base import (
+    AdapterType,
+    CallContext,
+    Completion,
+    answer_metadata,
+    retarget_http,
+)
 from ruledrift.adapters.context_window import PromptGrowth, overflow_message
-from ruledrift.adapters.transport import DEFAULT_RETRY, Retry
-from ruledrift.model import Message, OllamaAdapterConfig, TargetInfo
+from ruledrift.adapters.transport import DEFAULT_RETRY, Retry, base_url_problems
+from ruledrift.model import Message, TargetInfo
 from ruledrift.ollama.api import WRONG_URL, OllamaAPI, find_model
 
 _REPORTED = {
@@ -27,6 +35,30 @@ DEFAULT_NUM_CTX_NOTE = (
     "not set, so the server's default applies: 4096 on CPU or under 24 GiB of VRAM, more on "
     "bigger GPUs"
 )
+
+
+DEFAULT_BASE_URL = "http://127.0.0.1:11434"
+DEFAULT_TIMEOUT_MS = 120_000
+
+
+@dataclass(frozen=True)
+class OllamaAdapterConfig:
+    model: str
+    base_url: str
+    think: bool | str | None
+    timeout_ms: int
+    options: Mapping[str, object] = field(default_factory=dict)
+    type: Literal["ollama"] = "ollama"
+
+
+def parse_config(settings: Mapping[str, Any], suite_dir: Path) -> OllamaAdapterConfig:
+    return OllamaAdapterConfig(
+        model=settings["model"],
+        base_url=settings.get("baseUrl", DEFAULT_BASE_URL).rstrip("/"),
+        think=settings.get("think"),
+        timeout_ms=settings.get("timeoutMs", DEFAULT_TIMEOUT_MS),
+        options=dict(settings.get("options", {})),
+    )
 
 
 class OllamaAdapter:
@@ -164,3 +196,8 @@ def _metadata(answer: Mapping[str, Any], message: Mapping[str, Any]) -> dict[str
         if isinstance(answer.get(theirs), int):
             metadata[ours] = round(answer[theirs] / 1_000_000)  # nanoseconds
     return metadata
+
+
+ADAPTER_TYPE = AdapterType(
+    parse=parse_config, create=OllamaAdapter, problems=base_url_problems, retarget=retarget_http
+)

@@ -8,14 +8,29 @@ sent as a Bearer token and scrubbed from every message (servers echo keys in the
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
 
-from ruledrift.adapters.base import CallContext, Completion, answer_metadata
+from ruledrift.adapters.base import (
+    AdapterType,
+    CallContext,
+    Completion,
+    answer_metadata,
+    retarget_http,
+)
 from ruledrift.adapters.context_window import PromptGrowth, overflow_message
-from ruledrift.adapters.transport import DEFAULT_RETRY, JsonClient, Retry, Server
+from ruledrift.adapters.transport import (
+    DEFAULT_RETRY,
+    JsonClient,
+    Retry,
+    Server,
+    base_url_problems,
+)
 from ruledrift.errors import UsageError
-from ruledrift.model import Message, OpenAIAdapterConfig, TargetInfo
+from ruledrift.model import Message, TargetInfo
+from ruledrift.schema_messages import show
 from ruledrift.text import json_kind
 
 _REPORTED = {
@@ -23,6 +38,41 @@ _REPORTED = {
     "completion_tokens": "completionTokens",
     "finish_reason": "finishReason",
 }
+
+
+DEFAULT_TIMEOUT_MS = 120_000
+RESERVED_BODY_FIELDS = ("model", "messages", "stream")
+
+
+@dataclass(frozen=True)
+class OpenAIAdapterConfig:
+    model: str
+    base_url: str
+    api_key_env: str | None
+    timeout_ms: int
+    options: Mapping[str, object] = field(default_factory=dict)
+    extra_body: Mapping[str, object] = field(default_factory=dict)
+    type: Literal["openai"] = "openai"
+
+
+def parse_config(settings: Mapping[str, Any], suite_dir: Path) -> OpenAIAdapterConfig:
+    return OpenAIAdapterConfig(
+        model=settings["model"],
+        base_url=settings["baseUrl"].rstrip("/"),
+        api_key_env=settings.get("apiKeyEnv"),
+        timeout_ms=settings.get("timeoutMs", DEFAULT_TIMEOUT_MS),
+        options=dict(settings.get("options", {})),
+        extra_body=dict(settings.get("extraBody", {})),
+    )
+
+
+def settings_problems(settings: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    yield from base_url_problems(settings)
+    extra = settings.get("extraBody")
+    if isinstance(extra, dict):
+        for key in RESERVED_BODY_FIELDS:
+            if key in extra:
+                yield f"/extraBody/{key}", f"{show(key)} is set by RuleDrift; remove it"
 
 
 class OpenAIAdapter:
@@ -170,3 +220,8 @@ def _first_choice(answer: Any) -> Mapping[str, Any] | None:
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         return choices[0]
     return None
+
+
+ADAPTER_TYPE = AdapterType(
+    parse=parse_config, create=OpenAIAdapter, problems=settings_problems, retarget=retarget_http
+)

@@ -1,28 +1,29 @@
-"""ADAPTERS: the adapter types a suite can name, each a factory from its validated config."""
+"""ADAPTERS: the adapter types a suite can name. Each is defined whole in its own module
+(config dataclass, parsing, extra checks, the adapter); see adapters/base.AdapterType."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from ruledrift.adapters.base import Adapter
-from ruledrift.adapters.command import CommandAdapter
-from ruledrift.adapters.ollama import OllamaAdapter
-from ruledrift.adapters.openai import OpenAIAdapter
+from ruledrift.adapters import command, ollama, openai
+from ruledrift.adapters.base import Adapter, AdapterType
 from ruledrift.errors import UsageError
 from ruledrift.model import AdapterConfig
 
-ADAPTERS: dict[str, Callable[[Any], Adapter]] = {
-    "command": CommandAdapter,
-    "ollama": OllamaAdapter,
-    "openai": OpenAIAdapter,
+ADAPTERS: dict[str, AdapterType[Any]] = {
+    "command": command.ADAPTER_TYPE,
+    "ollama": ollama.ADAPTER_TYPE,
+    "openai": openai.ADAPTER_TYPE,
 }
 
 
-def create_adapter(config: AdapterConfig) -> Adapter:
+def adapter_type(name: str) -> AdapterType[Any]:
     try:
-        factory = ADAPTERS[config.type]
+        return ADAPTERS[name]
     except KeyError:
         valid = ", ".join(sorted(ADAPTERS))
-        raise UsageError(f"unknown adapter type {config.type!r} (valid: {valid})") from None
-    return factory(config)
+        raise UsageError(f"unknown adapter type {name!r} (valid: {valid})") from None
+
+
+def create_adapter(config: AdapterConfig) -> Adapter:
+    return adapter_type(config.type).create(config)

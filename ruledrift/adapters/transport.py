@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import ipaddress
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -252,6 +252,32 @@ def error_text(response: httpx.Response) -> str:
         text = str(message) if message is not None else json.dumps(error)
         return f"{text} ({kind})" if isinstance(kind, str) and kind not in text else text
     return str(error) if error is not None else response.text.strip()[:300]
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with a server URL from a suite or an option, or None. Never echoes the
+    URL: it may hold a password."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError as error:
+        return f"not a valid URL ({error})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "expected an http:// or https:// URL with a host, e.g. http://127.0.0.1:11434"
+    if parts.username is not None or parts.password is not None:
+        return (
+            "URLs with embedded credentials are rejected: keep secrets out of the config "
+            "(remove the user:password@ part)"
+        )
+    return None
+
+
+def base_url_problems(settings: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """An adapter type's `problems` check of its `baseUrl` setting."""
+    url = settings.get("baseUrl")
+    problem = url_problem(url) if isinstance(url, str) else None
+    if problem:
+        yield "/baseUrl", problem
 
 
 def is_loopback(url: str) -> bool:

@@ -56,6 +56,7 @@ def render_json(result: RunResult, *, include_responses: bool) -> bytes:
 def _scenario(result: ScenarioResult, include_responses: bool) -> dict[str, Any]:
     rendered: dict[str, Any] = {
         "id": result.scenario.id,
+        **({"description": d} if (d := result.scenario.description) is not None else {}),
         "status": result.status,
         "durationMs": result.duration_ms,
         "modelCalls": result.model_calls,

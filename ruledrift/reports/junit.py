@@ -14,8 +14,6 @@ import ruledrift
 from ruledrift.model import ProbeResult, Response, RunResult, ScenarioResult
 from ruledrift.text import xml_safe
 
-# Code points XML 1.0 cannot carry, not even as character references.
-
 
 def render_junit(result: RunResult, *, include_responses: bool) -> bytes:
     """The report as UTF-8 XML with a `<testsuites>` root carrying the run's totals."""
@@ -49,6 +47,9 @@ def _testsuite(run: RunResult, scenario: ScenarioResult, include_responses: bool
     properties = ET.SubElement(suite, "properties")
     for name, value in _run_properties(run):
         ET.SubElement(properties, "property", name=name, value=value)
+    if scenario.scenario.description is not None:
+        description = scenario.scenario.description
+        ET.SubElement(properties, "property", name="scenario.description", value=description)
     classname = f"{run.suite.name}.{scenario.scenario.id}"
     for probe in scenario.probes:
         suite.append(_testcase(probe, classname, include_responses))

@@ -15,8 +15,13 @@ from typing import Any, TypeVar
 import pytest
 
 from ruledrift.adapters.base import AdapterError, CallContext, Completion
-from ruledrift.adapters.command import MAX_OUTPUT_BYTES, PROTOCOL, CommandAdapter
-from ruledrift.model import CommandAdapterConfig, Message
+from ruledrift.adapters.command import (
+    MAX_OUTPUT_BYTES,
+    PROTOCOL,
+    CommandAdapter,
+    CommandAdapterConfig,
+)
+from ruledrift.model import Message
 from tests.support import AGENTS
 from tests.support.processes import gone
 

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 import pytest
 
 from ruledrift.adapters.base import Adapter, AdapterError, CallContext, Completion
-from ruledrift.adapters.ollama import KEEP_ALIVE, OllamaAdapter
+from ruledrift.adapters.ollama import KEEP_ALIVE, OllamaAdapter, OllamaAdapterConfig
 from ruledrift.adapters.transport import Retry
 from ruledrift.config import load_suite
-from ruledrift.model import Message, OllamaAdapterConfig, RunResult
+from ruledrift.model import Message, RunResult
 from ruledrift.regex_workers import RegexEvaluator
 from ruledrift.runner import run_suite
 from ruledrift.system_message import system_message

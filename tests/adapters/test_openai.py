@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from ruledrift.adapters.base import AdapterError, CallContext, Completion
-from ruledrift.adapters.openai import OpenAIAdapter
+from ruledrift.adapters.openai import OpenAIAdapter, OpenAIAdapterConfig
 from ruledrift.adapters.transport import Retry
 from ruledrift.errors import ExitCode, UsageError
-from ruledrift.model import Message, OpenAIAdapterConfig
+from ruledrift.model import Message
 from tests.adapters.test_ollama import using
 from tests.support.ollama_fake import free_port
 from tests.support.openai_fake import FakeOpenAI

@@ -300,3 +300,14 @@ def test_metadata_that_is_not_plain_json_is_rendered_as_text(
         "path": "a",
     }
     assert list(validator.iter_errors(report)) == []
+
+
+def test_a_scenario_description_is_carried_as_written(tmp_path: Path) -> None:
+    report = load(write_report(tmp_path, include_responses=False))
+    described = {s["id"]: s.get("description") for s in report["scenarios"]}
+    assert described == {
+        "calm": factories.DESCRIPTION,
+        "smalltalk": None,
+        "hostile-text": None,
+        "broken-turn": None,
+    }

@@ -192,3 +192,23 @@ def test_forbidden_characters_in_names_and_errors_are_escaped(
     error = ET.parse(path).getroot().find(".//error")
     assert error is not None
     assert error.get("message") == "adapter stderr: \\x00\\x1b[1mboom\\ufffe"
+
+
+def test_a_scenario_description_is_a_property_of_its_testsuite(tmp_path: Path) -> None:
+    root = ET.parse(write_report(tmp_path, include_responses=False)).getroot()
+    described = {
+        suite.get("name"): [
+            p.get("value")
+            for p in suite.iter("property")
+            if p.get("name") == "scenario.description"
+        ]
+        for suite in root.iter("testsuite")
+    }
+    # the control character XML cannot carry is shown escaped; the markup stays text
+    expected = factories.DESCRIPTION.replace("\x01", "\\x01")
+    assert described == {
+        "calm": [expected],
+        "smalltalk": [],
+        "hostile-text": [],
+        "broken-turn": [],
+    }

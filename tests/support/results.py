@@ -6,11 +6,11 @@ import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
+from ruledrift.adapters.ollama import OllamaAdapterConfig
 from ruledrift.model import (
     AssertionResult,
     Location,
     Message,
-    OllamaAdapterConfig,
     Probe,
     ProbeResult,
     Response,
@@ -94,11 +94,18 @@ def _result(
     return ProbeResult(the_probe, status, 1234, assertions, answer, error)
 
 
+# A scenario description is suite text: it may come from a pull request.
+DESCRIPTION = 'Polite </testsuite><x a="1"> & \x01 ::error::forged\nsecond line'
+
+
 def scenario_result(
-    scenario_id: str, probes: tuple[ProbeResult, ...], model_calls: int
+    scenario_id: str,
+    probes: tuple[ProbeResult, ...],
+    model_calls: int,
+    description: str | None = None,
 ) -> ScenarioResult:
     turns = ("Tell me about Paris.", "And about Rome?")
-    scenario = Scenario(scenario_id, None, turns, tuple(p.probe for p in probes), _HERE)
+    scenario = Scenario(scenario_id, description, turns, tuple(p.probe for p in probes), _HERE)
     transcript = (
         Message("system", "Rules: never-disclose-secret."),
         Message("user", turns[0]),
@@ -110,7 +117,9 @@ def scenario_result(
 def run_result(*, interrupted: bool = False) -> RunResult:
     """Four scenarios: all passed; passed + failed; passed + errored probe; a failed turn."""
     scenarios = (
-        scenario_result("calm", (passed("polite-reply", ANSWER_OK, rule=BE_POLITE),), 2),
+        scenario_result(
+            "calm", (passed("polite-reply", ANSWER_OK, rule=BE_POLITE),), 2, DESCRIPTION
+        ),
         scenario_result(
             "smalltalk",
             (
