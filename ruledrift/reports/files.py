@@ -1,36 +1,216 @@
-"""Write a report file atomically: readers see the old file or the new one, never half of one."""
+"""Report files: checked before the run, written atomically after it.
+
+A report goes only to a regular file. A directory, a device (`/dev/null`, `/dev/stdout`), a named
+pipe or a socket at the path is refused and never replaced; a symbolic link to a regular file is
+written through (the link stays, its target gets the report); a link that leads nowhere is
+refused. An existing report keeps its permissions and, where the process may set it, its owner.
+The new content goes to a short temporary name beside the target and is renamed over it, so a
+reader sees the old report or the new one, and the temporary file never outlives the write.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
+import stat
 from pathlib import Path
 
 from ruledrift.errors import ReportError
+from ruledrift.text import terminal_safe
+
+NAME_MAX = 255  # bytes in one name, when the file system does not say (Linux, macOS, Windows)
+PATH_MAX = 4096  # bytes in a whole path, likewise (Linux)
+NOT_A_FILE_NAME = "not a file name: give a file path such as out/report.json"
+_MISSING = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # nothing to write through to
+_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def shown(path: Path | str) -> str:
+    """A path for a message: control characters visible, never sent to the terminal raw."""
+    return terminal_safe(str(path))
+
+
+def _kind(mode: int) -> str:
+    """`a character device`, …: what a file that is not a regular file is."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _existing_ancestor(path: Path) -> Path:
+    """The nearest ancestor of `path` that exists (the file system root at worst)."""
+    for parent in path.parents:
+        if os.path.lexists(parent):
+            return parent
+    return Path(path.anchor or os.sep)
+
+
+def _limit(directory: Path, name: str, default: int) -> int:
+    try:
+        return os.pathconf(directory, name)
+    except (OSError, ValueError, AttributeError):  # no pathconf on Windows
+        return default
+
+
+def path_length_problem(path: Path) -> str | None:
+    """What makes `path` too long for its file system (a name longer than NAME_MAX bytes, a
+    whole path longer than PATH_MAX), or None. Checked before anything uses the path, so that
+    `File name too long` is a message and never a traceback."""
+    absolute = Path(os.path.abspath(path))
+    directory = _existing_ancestor(absolute)
+    name_max = _limit(directory, "PC_NAME_MAX", NAME_MAX)
+    for part in absolute.parts:
+        size = len(os.fsencode(part))
+        if size > name_max:
+            return (
+                f"the name {shown(part[:40])}… is {size} bytes long, longer than the {name_max} "
+                "bytes a name may have on this file system: give a shorter name"
+            )
+    size = len(os.fsencode(str(absolute)))
+    path_max = _limit(directory, "PC_PATH_MAX", PATH_MAX)
+    if size >= path_max:
+        return (
+            f"the path is {size} bytes long, longer than the {path_max - 1} bytes a path may "
+            "have on this file system: give a shorter path"
+        )
+    return None
+
+
+def report_target(path: Path) -> Path:
+    """Where a report for `path` is written: the path with every symbolic link followed (a
+    link to a regular file is written through, not replaced)."""
+    return Path(os.path.realpath(path))
+
+
+def report_path_problem(path: Path) -> str | None:
+    """Why a report cannot be written at `path`, or None: not a file name, too long, a directory,
+    a device, a pipe or a socket, a link that leads nowhere, a folder that cannot be written.
+    The message names the cause and the fix; the caller puts the option and path in front.
+    Never raises."""
+    try:
+        return _problem(path)
+    except (OSError, ValueError) as error:  # ValueError: a NUL byte, an unencodable name
+        cause = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        return f"cannot use this path ({cause}): give another path"
+
+
+def _problem(path: Path) -> str | None:
+    if path.name in ("", ".", ".."):
+        return NOT_A_FILE_NAME
+    too_long = path_length_problem(path)
+    if too_long:
+        return too_long
+    try:
+        found = os.stat(path)  # follows links: what a write would reach
+    except OSError as error:
+        if error.errno not in _MISSING:
+            raise
+        if os.path.islink(path):
+            return (
+                "is a symbolic link to a file that does not exist (or a loop of links): "
+                "remove the link or give another path"
+            )
+        return _folder_problem(report_target(path))
+    if stat.S_ISDIR(found.st_mode):
+        return "is a directory: give a file path"
+    if not stat.S_ISREG(found.st_mode):
+        return (
+            f"is {_kind(found.st_mode)}, not a regular file: reports are written only to "
+            "regular files and nothing else is replaced (leave the option out for no report)"
+        )
+    return _folder_problem(report_target(path))
+
+
+def _folder_problem(target: Path) -> str | None:
+    """Whether the report's folder exists or can be created, and can be written."""
+    too_long = path_length_problem(target)
+    if too_long:
+        return too_long
+    ancestor = _existing_ancestor(target)
+    if not ancestor.is_dir():
+        return f"{shown(ancestor)} is not a directory: give a path in a folder"
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        return (
+            f"cannot write in {shown(ancestor)} (no permission, or a read-only file system): "
+            "give a path in a folder you can write to"
+        )
+    return None
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same directory, then rename it.
+    """Write `data` to the report file `path`: checked as `report_path_problem` does (a device or
+    a pipe is never replaced), written to a temporary file beside the target, renamed over it.
 
-    Parent directories are created. Any `OSError` becomes a `ReportError` naming the path, and
-    the temporary file never outlives the call.
+    Parent directories are created; an existing report keeps its permissions. Any failure
+    (including an `OSError`: disk full, a read-only folder) raises `ReportError` naming the path
+    and the cause, and the temporary file never outlives the call, whatever interrupts it.
     """
-    if not path.name or path.name == "..":
-        raise ReportError(f"cannot write report {path}: not a file name")
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    problem = report_path_problem(path)
+    if problem:
+        raise ReportError(f"cannot write report {shown(path)}: {problem}")
+    target = report_target(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # O_EXCL: never reuse an existing file; mode 0o666 lets the umask decide, as for any file
-        # the user writes (tempfile.mkstemp would force 0o600).
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _replace(target, data)
+    except (OSError, ValueError) as error:
+        cause = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise ReportError(f"cannot write report {shown(path)}: {cause}") from error
+
+
+def _existing(target: Path) -> os.stat_result | None:
+    """The target's status when it exists as a regular file, None when it does not exist;
+    anything else there (put there during the run) is a ReportError and is left alone."""
+    try:
+        found = os.lstat(target)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(found.st_mode):
+        kind = "a directory" if stat.S_ISDIR(found.st_mode) else _kind(found.st_mode)
+        if stat.S_ISLNK(found.st_mode):
+            kind = "a symbolic link"
+        raise ReportError(
+            f"cannot write report {shown(target)}: it is now {kind}, not a regular file, and "
+            "was left as it is: give another path"
+        )
+    return found
+
+
+def _replace(target: Path, data: bytes) -> None:
+    # A short name (20 bytes), so that a target name of NAME_MAX bytes still has a temporary one.
+    temp = target.with_name(f".ruledrift-{secrets.token_hex(4)}.tmp")
+    try:
+        # O_EXCL: never reuse an existing file (nor follow a link); 0o666 lets the umask decide
+        # for a new report, as for any file the user writes (tempfile.mkstemp would force 0o600).
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-        with os.fdopen(os.open(temp, flags, 0o666), "wb") as file:
+        with open(os.open(temp, flags, 0o666), "wb") as file:
+            previous = _existing(target)
+            if previous is not None:
+                _keep_owner_and_mode(file.fileno(), previous)
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
-        os.replace(temp, path)
-    except OSError as exc:
-        raise ReportError(f"cannot write report {path}: {exc.strerror or exc}") from exc
-    finally:
+        _existing(target)  # checked again: a pipe or device put there meanwhile is not replaced
+        os.replace(temp, target)
+    finally:  # also on KeyboardInterrupt, SystemExit, CancelledError; after os.replace: ENOENT
         with contextlib.suppress(OSError):
-            temp.unlink(missing_ok=True)
+            os.unlink(temp)
+
+
+def _keep_owner_and_mode(fd: int, previous: os.stat_result) -> None:
+    """The new file takes the old one's owner (where the process may set it: as root) and
+    permissions (a 0600 report stays 0600). The owner first: chown clears set-id bits."""
+    if hasattr(os, "fchown") and (previous.st_uid, previous.st_gid) != _owner(fd):
+        with contextlib.suppress(PermissionError):
+            os.fchown(fd, previous.st_uid, previous.st_gid)
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, stat.S_IMODE(previous.st_mode))
+
+
+def _owner(fd: int) -> tuple[int, int]:
+    found = os.fstat(fd)
+    return found.st_uid, found.st_gid
