@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from ruledrift import __version__
+from ruledrift import __version__, output
 from ruledrift.errors import ConfigError, ExitCode, RuleDriftError, UsageError
+from ruledrift.text import terminal_lines
 
 if TYPE_CHECKING:
     from ruledrift.app import RunRequest, TargetOverrides
@@ -197,7 +199,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return guarded(lambda: _dispatch(argv))
+    with output.protected_streams(os.environ):
+        return guarded(lambda: _dispatch(argv))
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:
@@ -216,11 +219,12 @@ def guarded(command: Callable[[], int]) -> int:
     except _ParserExit as done:
         return done.status
     except ConfigError as error:
-        sys.stderr.write(f"{error}\nerror: {len(error.issues)} problem(s) in the configuration\n")
+        shown = terminal_lines(str(error))
+        sys.stderr.write(f"{shown}\nerror: {len(error.issues)} problem(s) in the configuration\n")
         return int(error.exit_code)
     except RuleDriftError as error:
         prefix = "usage error" if isinstance(error, UsageError) else "error"
-        sys.stderr.write(f"ruledrift: {prefix}: {error}\n")
+        sys.stderr.write(f"ruledrift: {prefix}: {terminal_lines(str(error))}\n")
         return int(error.exit_code)
     except KeyboardInterrupt:
         sys.stderr.write("ruledrift: interrupted\n")

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
 
-from ruledrift import app
+from ruledrift import app, output
 from ruledrift.model import ProbeResult, Scenario, Suite
 from ruledrift.ollama.api import PullProgress
 from ruledrift.reports import github, workflow_commands
 from ruledrift.reports.pull_progress import PullProgressPrinter
 from ruledrift.reports.terminal import Progress, TerminalOptions, header, render_terminal
+from ruledrift.text import terminal_safe
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ class ConsoleObserver:
             self._pull = None
 
     def warning(self, message: str) -> None:
-        self._stderr.write(f"ruledrift: {message}\n")
+        self._stderr.write(f"ruledrift: {terminal_safe(message)}\n")
 
 
 def run(
@@ -109,25 +110,37 @@ def show_outcome(
     # GitHub reads workflow commands from the log: no text in the report (answer previews,
     # errors quoting an agent's output) may run one, even with --github off
     on_github = workflow_commands.enabled(environ)
-    out.write(workflow_commands.stop_commands(terminal) if on_github else terminal)
+    if on_github:
+        start, body, end = workflow_commands.stop_commands(terminal)
+        output.command(start, out)
+        out.write(body)
+        output.command(end, out)
+    else:
+        out.write(terminal)
     for name, path in outcome.reports_written.items():
-        print(f"{name} report: {path}", file=out)
+        print(f"{name} report: {terminal_safe(str(path))}", file=out)
     if on_github and display.github == "auto":
         overrides = outcome.request.target.reproduce_argv()
-        github.publish(outcome.result, overrides=overrides, environ=environ, out=out)
+        github.publish(
+            outcome.result,
+            overrides=overrides,
+            environ=environ,
+            emit=lambda line: output.command(line, out),
+        )
 
 
 def pull(request: app.PullRequest) -> app.PullOutcome:
     """Pull with progress on stderr, then one line saying what happened."""
     outcome = app.pull(request, ConsoleObserver(Display(), sys.stdout, sys.stderr))
-    print(f"{outcome.model}: {'pulled' if outcome.pulled else 'already present'}")
+    print(f"{terminal_safe(outcome.model)}: {'pulled' if outcome.pulled else 'already present'}")
     return outcome
 
 
 def show_validation(config: Path, suite: Suite) -> None:
     turns = sum(s.turns_needed for s in suite.scenarios)
+    shown = terminal_safe(str(config))
     print(
-        f"{config}: valid: {len(suite.rules)} rule(s), {len(suite.scenarios)} scenario(s), "
+        f"{shown}: valid: {len(suite.rules)} rule(s), {len(suite.scenarios)} scenario(s), "
         f"{suite.probe_count} probe(s); a run makes {suite.model_calls} model call(s) "
         f"({turns} background turn(s) + {suite.probe_count} probe(s))"
     )

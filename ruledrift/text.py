@@ -7,8 +7,10 @@ has one function here:
 
 - `repair_surrogates`: lone surrogates → U+FFFD (where text enters, and before any encoding);
 - `terminal_safe`, `preview`: control characters shown as escapes, lines joined;
+- `terminal_lines`: the same, line by line (multi-line messages);
 - `markdown_inline`: inert in GitHub Markdown (tables included) and its HTML;
 - `escape_data`, `escape_property`: workflow command escaping as actions/toolkit does it;
+- `inert_in_github_log`: a log line GitHub's runner cannot read as a workflow command;
 - `xml_safe`: what XML 1.0 forbids, written as a visible escape;
 - `cut_text`: a length limit with an ellipsis;
 - `json_kind`: words for a JSON value's type, for messages that must not quote the value.
@@ -23,6 +25,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _MARKDOWN_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _MARKDOWN = {c: f"&#{ord(c)};" for c in "|`*_[]\\~$"} | {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_LINE_END = re.compile(r"(\r\n|\r|\n)")
 PREVIEW_CHARS = 200
 
 
@@ -40,6 +43,11 @@ def terminal_safe(text: str) -> str:
     `\\x1b`-style escapes, lines joined with ` ⏎ `."""
     text = repair_surrogates(text).replace("\r\n", "\n").replace("\n", " ⏎ ")
     return _CONTROL.sub(_visible, text)
+
+
+def terminal_lines(text: str) -> str:
+    """Like `terminal_safe`, but each line of `text` stays a line (for multi-line messages)."""
+    return "\n".join(terminal_safe(line) for line in _LINE_END.split(text)[::2])
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
@@ -69,6 +77,25 @@ def escape_data(text: str) -> str:
 def escape_property(text: str) -> str:
     """As actions/toolkit's `escapeProperty`: the data escapes, then `:` and `,`."""
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def inert_in_github_log(text: str) -> str:
+    """`text` (any number of lines) as GitHub's runner reads no workflow command from it. The
+    runner splits lines at CR, LF and CRLF and runs `::name::data` after leading whitespace and
+    the legacy `##[name]data` anywhere in a line; a backslash goes before each: `\\::error::x`,
+    `##\\[error]x`. Everything else is kept as it is."""
+    parts = _LINE_END.split(text)
+    for index in range(0, len(parts), 2):  # even entries are lines, odd ones their ends
+        parts[index] = _inert_line(parts[index])
+    return "".join(parts)
+
+
+def _inert_line(line: str) -> str:
+    line = line.replace("##[", "##\\[")
+    start = line.find("::")
+    if start >= 0 and not any(c.isprintable() and not c.isspace() for c in line[:start]):
+        line = f"{line[:start]}\\{line[start:]}"
+    return line
 
 
 def xml_safe(text: str) -> str:

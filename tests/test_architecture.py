@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runner", ("runner",)),
     ("reports", ("reports",)),
     ("application", ("app",)),
-    ("console", ("console",)),
+    ("console", ("console", "output")),
     ("front-ends", ("cli", "__main__", "action")),
 )
 # Libraries only the target layer may use: the seam keeps them out of everything above it.

@@ -216,7 +216,7 @@ def test_hostile_answers_are_shown_inside_the_block_with_include_responses(
     assert done.returncode == 1
     assert_only_our_commands(done)
     start, end = done.stdout.index("::stop-commands::"), done.stdout.rindex("FAILED")
-    shown = done.stdout.index("answer: hunter2 ⏎ ::error::pwned\\r::add-mask::x ##[set-output")
+    shown = done.stdout.index("answer: hunter2 ⏎ ::error::pwned\\r::add-mask::x ##\\[set-output")
     assert start < shown < end
     token = done.stdout[start:].split("\n")[0].removeprefix("::stop-commands::")
     assert TOKEN.fullmatch(token)
@@ -247,3 +247,43 @@ def test_hostile_agent_errors_run_no_command(tmp_path: Path) -> None:
     summary = repo.summary.read_text(encoding="utf-8")
     assert "&#35;" not in summary  # (no over-escaping of plain text)
     assert "##&#91;add-mask&#93;x" in summary
+
+
+FORGED = "::error::pwned\n::add-mask::FAILED\r::stop-commands::x ##[error]pwned"
+
+
+def test_suite_text_printed_outside_the_report_runs_no_command(tmp_path: Path) -> None:
+    """The header (the suite's name and path) and the agent's errors are printed outside the
+    report's stop-commands block, on stdout and stderr."""
+    repo = Workspace(tmp_path, name=f"pwn {FORGED}")
+    done = repo.run("suites/suite.json")
+    assert done.returncode == 0, done.stderr
+    assert assert_only_our_commands(done) == []
+    assert "##\\[error]pwned" in done.stdout.split("\n")[0]
+
+
+def test_a_configuration_error_with_hostile_keys_runs_no_command(tmp_path: Path) -> None:
+    repo = Workspace(tmp_path)
+    data = json.loads(repo.suite.read_text())
+    data[FORGED] = 1
+    data["scenarios"][0][f"\n{FORGED}"] = FORGED
+    write_suite(repo.suite.parent, data)
+    done = repo.run("suites/suite.json")
+    assert done.returncode == 2
+    assert "problem(s) in the configuration" in done.stderr
+    assert runner_commands(done.stderr) == []
+    assert [line for line in runner_commands(done.stdout) if "pwned" in line] == []
+
+
+def test_an_error_message_with_hostile_lines_runs_no_command(tmp_path: Path) -> None:
+    """`ruledrift: error: …` on stderr quotes what a suite or a server said."""
+    repo = Workspace(tmp_path)
+    data = json.loads(repo.suite.read_text())
+    data["adapter"]["command"] = f"no-such-agent\n{FORGED}\x1b]0;title\x07"
+    write_suite(repo.suite.parent, data)
+    done = repo.run("suites/suite.json")
+    assert done.returncode == 3
+    assert "was not found on PATH" in done.stdout + done.stderr
+    assert "\x1b" not in done.stdout + done.stderr
+    assert [line for line in runner_commands(done.stdout) if "pwned" in line] == []
+    assert runner_commands(done.stderr) == []

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from ruledrift import cli
+from ruledrift import cli, output
 from ruledrift.action.inputs import is_action
 from ruledrift.action.outputs import OUTPUTS
 
@@ -42,5 +42,6 @@ def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
     if is_action(argv, environ):
         from ruledrift.action.run import run_action
 
-        return run_action(environ, Path.cwd())
+        with output.protected_streams(environ):
+            return run_action(environ, Path.cwd())
     return run_cli(argv)

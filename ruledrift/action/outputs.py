@@ -8,6 +8,7 @@ import sys
 import uuid
 from collections.abc import Mapping, Sequence
 
+from ruledrift import output
 from ruledrift.action.inputs import DOCS, Problem
 from ruledrift.app import RunOutcome
 from ruledrift.model import Status
@@ -32,7 +33,7 @@ def report_problems(problems: Sequence[Problem], summary_file: str) -> None:
     """Each wrong input as an `::error::` annotation, and a short note in the job summary."""
     for problem in problems:
         title = f"RuleDrift: input {problem.input}"
-        print(error_command(f"{problem.message} (see {DOCS}#inputs)", title), flush=True)
+        output.command(error_command(f"{problem.message} (see {DOCS}#inputs)", title))
     if summary_file:
         lines = ["### RuleDrift did not run: wrong action inputs", ""]
         lines += [f"- `{p.input}`: {markdown_inline(p.message, 2000)}" for p in problems]

@@ -1,11 +1,11 @@
-"""GitHub Actions output of a run: annotations on stdout, then the job summary."""
+"""GitHub Actions output of a run: annotations (through the caller's `emit`), then the job
+summary."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
 
 from ruledrift.model import RunResult
 from ruledrift.reports.job_summary import (
@@ -18,13 +18,18 @@ from ruledrift.reports.workflow_commands import annotation_file, render_annotati
 
 
 def publish(
-    result: RunResult, *, overrides: Sequence[str], environ: Mapping[str, str], out: TextIO
+    result: RunResult,
+    *,
+    overrides: Sequence[str],
+    environ: Mapping[str, str],
+    emit: Callable[[str], None],
 ) -> None:
-    """Annotations to `out` (after the terminal report), then the job summary if GitHub gave a
-    file for it. `overrides`: the target options the reproduction command repeats."""
+    """Each annotation to `emit` (one workflow command line, after the terminal report), then the
+    job summary if GitHub gave a file for it. `overrides`: the target options the reproduction
+    command repeats."""
     file = annotation_file(result.suite.path, environ.get("GITHUB_WORKSPACE"))
-    out.writelines(line + "\n" for line in render_annotations(result, file))
-    out.flush()
+    for line in render_annotations(result, file):
+        emit(line)
     if not environ.get("GITHUB_STEP_SUMMARY"):
         return
     path = Path(environ["GITHUB_STEP_SUMMARY"])

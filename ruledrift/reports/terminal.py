@@ -27,10 +27,12 @@ def _paint(text: str, code: str, options: TerminalOptions) -> str:
 
 def header(suite: Suite, scenarios: int, probes: int, calls: int) -> str:
     adapter = suite.adapter
-    target = f"{adapter.type} adapter" + (f", model {adapter.model}" if adapter.model else "")
+    model = f", model {terminal_safe(adapter.model)}" if adapter.model else ""
     return (
-        f"RuleDrift {__version__}: suite {suite.name!r} ({target})\n"
-        f"{suite.path}: {scenarios} scenario(s), {probes} probe(s), {calls} model call(s)"
+        f"RuleDrift {__version__}: suite {terminal_safe(repr(suite.name))} "
+        f"({adapter.type} adapter{model})\n"
+        f"{terminal_safe(str(suite.path))}: {scenarios} scenario(s), {probes} probe(s), "
+        f"{calls} model call(s)"
     )
 
 
@@ -78,7 +80,7 @@ def _probe_lines(result: ProbeResult, width: int, options: TerminalOptions) -> l
         f"after turn {probe.after_turn}"
     ]
     indent = " " * 9
-    lines.extend(f"{indent}- {a.message}" for a in result.failed_assertions)
+    lines.extend(f"{indent}- {terminal_safe(a.message)}" for a in result.failed_assertions)
     if result.error:
         lines.append(f"{indent}error: {terminal_safe(result.error)}")
     if options.previews and result.status != "passed" and result.response is not None:

@@ -43,11 +43,12 @@ def workflow_command(
     return repair_surrogates(line)
 
 
-def stop_commands(text: str) -> str:
-    """`text` in a block GitHub reads no workflow commands from, closed by a fresh random token."""
+def stop_commands(text: str) -> tuple[str, str, str]:
+    """`text` in a block GitHub reads no workflow commands from, closed by a fresh random token:
+    the opening command, the body (ending with a line end), the closing command."""
     token = secrets.token_hex(16)
     body = text if text.endswith("\n") or not text else text + "\n"
-    return f"::stop-commands::{token}\n{body}::{token}::\n"
+    return f"::stop-commands::{token}", body, f"::{token}::"
 
 
 # --- annotations -----------------------------------------------------------------------------

@@ -36,10 +36,10 @@ def test_command_without_properties() -> None:
 
 
 def test_stop_commands_uses_a_fresh_token_per_block() -> None:
-    first, second = commands.stop_commands("a\n"), commands.stop_commands("a")
-    match = re.fullmatch(r"::stop-commands::([0-9a-f]{32})\na\n::\1::\n", first)
+    first, second = ("\n".join(commands.stop_commands(text)) for text in ("a\n", "a"))
+    match = re.fullmatch(r"::stop-commands::([0-9a-f]{32})\na\n\n::\1::", first)
     assert match
-    assert re.fullmatch(r"::stop-commands::([0-9a-f]{32})\na\n::\1::\n", second)
+    assert re.fullmatch(r"::stop-commands::([0-9a-f]{32})\na\n\n::\1::", second)
     assert match.group(1) not in second
 
 
