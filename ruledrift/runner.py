@@ -33,8 +33,10 @@ from ruledrift.model import (
 )
 from ruledrift.regex_workers import RegexEvaluator
 from ruledrift.system_message import system_message
+from ruledrift.text import cut_text, repair_surrogates
 
 INTERRUPTED = "not run: the run was interrupted"
+ERROR_MAX_CHARS = 2000  # an error message as stored, like the command adapter's stderr tail
 
 
 class Events(Protocol):
@@ -55,6 +57,12 @@ class NoEvents:
 
 def _ms_since(start: float) -> int:
     return round((time.monotonic() - start) * 1000)
+
+
+def error_text(error: Exception) -> str:
+    """An error as a result stores it: lone surrogates repaired, at most ERROR_MAX_CHARS (one
+    probe's error is copied into every probe that depends on it, and into every report)."""
+    return cut_text(repair_surrogates(str(error)), ERROR_MAX_CHARS)
 
 
 def make_response(text: str, metadata: Mapping[str, object] | None = None) -> Response:
@@ -105,11 +113,14 @@ class _ScenarioRun:
                 self.events.probe_finished(scenario, result)
 
     async def _call(self, messages: Sequence[Message], context: CallContext) -> Completion:
+        """The adapter's answer, its text repaired where it enters RuleDrift: a lone surrogate
+        (legal in JSON: half an emoji a gateway cut) cannot be sent on or written as UTF-8."""
         self.calls += 1
         try:
-            return await self.adapter.complete(messages, context)
+            completion = await self.adapter.complete(messages, context)
         finally:
             self.events.call_finished(self.scenario)
+        return Completion(repair_surrogates(completion.content), completion.metadata)
 
     async def _play_turn(self, turn: int) -> str | None:
         self.transcript.append(Message("user", self.scenario.turns[turn - 1]))
@@ -117,7 +128,7 @@ class _ScenarioRun:
         try:
             completion = await self._call(tuple(self.transcript), context)
         except AdapterError as error:
-            return str(error)
+            return error_text(error)
         self.transcript.append(Message("assistant", completion.content))
         return None
 
@@ -130,13 +141,13 @@ class _ScenarioRun:
         try:
             completion = await self._call(messages, context)
         except AdapterError as error:
-            return ProbeResult(probe, "error", _ms_since(start), error=str(error))
+            return ProbeResult(probe, "error", _ms_since(start), error=error_text(error))
         response = make_response(completion.content, completion.metadata)
         try:
             checks = await check_answer(probe.assertions, completion.content, self.regex)
         except AssertionTimeout as error:
             return ProbeResult(
-                probe, "error", _ms_since(start), response=response, error=str(error)
+                probe, "error", _ms_since(start), response=response, error=error_text(error)
             )
         status: Status = "passed" if all(check.passed for check in checks) else "failed"
         return ProbeResult(probe, status, _ms_since(start), checks, response)

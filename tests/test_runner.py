@@ -9,7 +9,10 @@ from ruledrift.adapters.base import CallContext
 from ruledrift.config import load_suite
 from ruledrift.model import Message, RunResult, Suite
 from ruledrift.regex_workers import RegexEvaluator
-from ruledrift.runner import INTERRUPTED, run_suite
+from ruledrift.reports.json_report import render_json
+from ruledrift.reports.junit import render_junit
+from ruledrift.reports.terminal import TerminalOptions, render_terminal
+from ruledrift.runner import ERROR_MAX_CHARS, INTERRUPTED, run_suite
 from ruledrift.system_message import system_message
 from tests.support.recording_adapter import RecordingAdapter
 from tests.support.suites import base_suite, write_suite
@@ -250,3 +253,50 @@ def test_scenario_duration_is_its_own_not_the_runs(tmp_path: Path) -> None:
     assert a.duration_ms >= 150
     assert b.duration_ms >= 150
     assert a.duration_ms + b.duration_ms <= result.duration_ms + 5  # they ran one after the other
+
+
+def test_a_huge_error_is_stored_cut_once_for_every_probe_that_depends_on_it(
+    tmp_path: Path,
+) -> None:
+    """One 9.5 MB agent error and 20 probes after it gave a 190 MB report."""
+    probes = [probe(f"p{i}", 2) for i in range(20)]
+    suite = make_suite(tmp_path, [scenario("s", 2, [probe("first", 1), *probes])])
+    huge = "boom " * 1_900_000 + "\ud83d"
+    adapter = RecordingAdapter(fail_when=lambda c: c.turn == 2 or c.probe == "first", failure=huge)
+    result = run(suite, adapter)
+    first, *rest = result.scenarios[0].probes
+    assert first.error is not None
+    assert len(first.error) == ERROR_MAX_CHARS
+    assert first.error.endswith("…")
+    for dependent in rest:
+        assert dependent.error is not None
+        assert dependent.error.startswith("background turn 2 failed: boom boom")
+        assert len(dependent.error) <= ERROR_MAX_CHARS + 30
+    report = render_json(result, include_responses=True)
+    assert len(report) < 100_000
+
+
+def test_lone_surrogates_in_answers_and_errors_are_repaired_where_they_enter(
+    tmp_path: Path,
+) -> None:
+    """A gateway that cut an emoji sends "\\ud83d": legal JSON, not encodable as UTF-8. The next
+    request carries the answer on, and every report and the terminal show it."""
+    suite = make_suite(
+        tmp_path, [scenario("s", 2, [probe("p", 2)]), scenario("t", 1, [probe("q", 1)])]
+    )
+    adapter = RecordingAdapter(
+        answer=lambda messages, context: "half an emoji \ud83d",
+        fail_when=lambda c: c.scenario == "t" and c.kind == "probe",
+        failure="server said \udc80",
+    )
+    result = run(suite, adapter)
+    second_turn = adapter.calls[1].messages
+    assert second_turn[-2] == Message("assistant", "half an emoji \ufffd")
+    (p,), (q,) = (s.probes for s in result.scenarios)
+    assert p.response is not None
+    assert p.response.text == "half an emoji \ufffd"
+    assert q.error == "server said \ufffd"
+    for include_responses in (False, True):
+        render_json(result, include_responses=include_responses).decode("utf-8")
+        render_junit(result, include_responses=include_responses).decode("utf-8")
+    render_terminal(result, TerminalOptions(previews=True)).encode("utf-8")

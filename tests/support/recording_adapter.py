@@ -25,6 +25,7 @@ def echo(messages: Sequence[Message], context: CallContext) -> str:
 class RecordingAdapter:
     answer: Callable[[Sequence[Message], CallContext], str] = echo
     fail_when: Callable[[CallContext], bool] = lambda context: False
+    failure: str = ""  # the failure's message ("" for "simulated failure at …")
     delay_s: float = 0.0
     calls: list[Call] = field(default_factory=list)
     in_flight: int = 0
@@ -43,7 +44,8 @@ class RecordingAdapter:
             if self.delay_s:
                 await asyncio.sleep(self.delay_s)
             if self.fail_when(context):
-                raise AdapterError(f"simulated failure at {context.kind} {context.turn or ''}")
+                simulated = f"simulated failure at {context.kind} {context.turn or ''}"
+                raise AdapterError(self.failure or simulated)
             return Completion(self.answer(messages, context), {"tokens": 3})
         finally:
             self.in_flight -= 1
