@@ -8,22 +8,35 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from ruledrift.text import terminal_safe
 
-def _inside(path: Path, directory: Path) -> bool:
+
+def inside(path: Path, directory: Path) -> bool:
+    """Whether `path` is `directory` or below it, both taken as they are (not resolved)."""
     return path == directory or directory in path.parents
+
+
+def real_path(path: Path) -> Path:
+    """`path` absolute, with every symbolic link followed (as far as it exists)."""
+    return Path(os.path.realpath(path))
 
 
 def created_root(path: Path, boundary: Path) -> Path | None:
     """Before the run: what the run will own when it writes `path` — its top-most missing
-    ancestor below `boundary`, or `path` itself when it exists. None outside `boundary`."""
-    path, boundary = Path(os.path.abspath(path)), Path(os.path.abspath(boundary))
-    if not _inside(path, boundary) or path == boundary:
+    ancestor below `boundary`, or `path` itself when it exists. Symbolic links are followed
+    first (a link committed in the repository can lead anywhere): None when the real path is
+    outside `boundary`, or unusable (too long)."""
+    try:
+        path, boundary = real_path(path), real_path(boundary)
+        if not inside(path, boundary) or path == boundary:
+            return None
+        root = path
+        for parent in path.parents:
+            if parent == boundary or os.path.lexists(parent):
+                break
+            root = parent
+    except (OSError, ValueError):
         return None
-    root = path
-    for parent in path.parents:
-        if parent == boundary or parent.exists():
-            break
-        root = parent
     return root
 
 
@@ -35,9 +48,19 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield Path(directory, name)
 
 
+def _really_inside(path: Path, boundary: Path) -> bool:
+    """Whether `path` itself (a link: the link, not its target) is inside `boundary` once the
+    links among its folders are followed."""
+    try:
+        return inside(real_path(path.parent) / path.name, boundary)
+    except (OSError, ValueError):
+        return False
+
+
 def give_back(roots: Sequence[Path], owner: Path) -> None:
-    """Chown what the run wrote (as root) to the owner of `owner`, so later steps and checkouts
-    on self-hosted runners can change and delete it (actions/runner#434). Never follows links."""
+    """Chown what the run wrote (as root) to the owner of `owner` (the workspace), so later
+    steps and checkouts on self-hosted runners can change and delete it (actions/runner#434).
+    Never follows links, and never changes anything outside `owner`, checked again here."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return
     try:
@@ -46,11 +69,20 @@ def give_back(roots: Sequence[Path], owner: Path) -> None:
         return
     if stat.st_uid == 0 and stat.st_gid == 0:
         return
+    boundary = real_path(owner)
     for root in roots:
-        if not root.exists() and not root.is_symlink():
+        if not os.path.lexists(root):
             continue
         for path in _walk(root):
+            if not _really_inside(path, boundary):
+                shown = terminal_safe(str(path))
+                print(
+                    f"ruledrift action: not giving {shown} back: outside the workspace",
+                    file=sys.stderr,
+                )
+                continue
             try:
                 os.chown(path, stat.st_uid, stat.st_gid, follow_symlinks=False)
             except OSError as error:
-                print(f"ruledrift action: cannot give {path} back: {error}", file=sys.stderr)
+                shown = terminal_safe(str(path))
+                print(f"ruledrift action: cannot give {shown} back: {error}", file=sys.stderr)
