@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ruledrift.action.files import inside, real_path
 from ruledrift.adapters.transport import url_problem
+from ruledrift.reports.files import path_length_problem, report_path_problem
+from ruledrift.text import preview, terminal_safe
 
 DOCS = "https://github.com/ruledrift/action/blob/v1/docs/github-action.md"
 
@@ -50,6 +53,11 @@ BOOLEANS = {
     "FALSE": False,
 }
 START_OLLAMA = ("auto", "true", "false")
+# `ruledrift` options that print and exit without running anything: refused in `args`, or the
+# step would pass without a run.
+EXITING_OPTIONS = ("--help", "--version")
+CONCURRENCY = (1, 256)  # the allowed range of `concurrency`
+SHOWN_CHARS = 80  # of an input's value in a message
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,56 @@ def _own_option(token: str) -> str | None:
     return None
 
 
+def exiting_option(argument: str) -> str | None:
+    """The option `argument` is when it makes `ruledrift` print and exit without running (`-h`,
+    an abbreviation of `--help` or `--version`), else None."""
+    if argument.startswith("-h"):
+        return "--help"
+    name = argument.split("=", 1)[0]
+    if not name.startswith("--") or len(name) < 3:
+        return None
+    return next((option for option in EXITING_OPTIONS if option.startswith(name)), None)
+
+
+def quoted(value: str) -> str:
+    """An input's value for a message: quoted, cut, control characters shown as escapes."""
+    return f"'{preview(value, SHOWN_CHARS)}'"
+
+
+def has_control(value: str) -> bool:
+    """Whether `value` holds a line break or another control character (or an undecodable byte):
+    text that would be echoed into the log differently from how it reads."""
+    return terminal_safe(value) != value
+
+
+def _on_one_line(name: str, value: str, what: str) -> Problem:
+    return Problem(
+        name,
+        f'input "{name}" contains a line break or a control character ({quoted(value)}): '
+        f"give {what} on one line, without control characters",
+    )
+
+
+def _path_problem(name: str, value: str, cwd: Path) -> str | None:
+    """What makes an input's path unusable before anything runs: control characters, a length
+    the file system refuses, or a real path (symbolic links followed) outside the workspace."""
+    path = cwd / value
+    too_long = path_length_problem(path)
+    if too_long:
+        return f'input "{name}": {too_long}'
+    try:
+        real, workspace = real_path(path), real_path(cwd)
+    except (OSError, ValueError) as error:
+        return f'input "{name}": cannot use the path {quoted(value)} ({error})'
+    if not inside(real, workspace):
+        return (
+            f'input "{name}": {quoted(value)} leads outside the workspace (to {quoted(str(real))}, '
+            "symbolic links followed): give a path inside the repository, through no symbolic "
+            "link that leads out of it"
+        )
+    return None
+
+
 def _config_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
     config = inputs["config"]
     if not config:
@@ -120,25 +178,42 @@ def _config_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
             'input "config" is required: the path of your suite relative to the repository root, '
             "e.g. `config: rules/suite.json`",
         )
-    elif not (cwd / config).is_file():
+    elif has_control(config):
+        yield _on_one_line("config", config, "the suite's path")
+    elif problem := _path_problem("config", config, cwd):
+        yield Problem("config", problem)
+    elif not _is_file(cwd / config):
         yield Problem(
             "config",
-            f'input "config": no file {config!r} in the workspace: give the suite\'s path relative '
-            "to the repository root, and check out the repository first (actions/checkout)",
+            f'input "config": no file {quoted(config)} in the workspace: give the suite\'s path '
+            "relative to the repository root, and check out the repository first "
+            "(actions/checkout)",
         )
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _server_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
     start = inputs["start-ollama"].lower()
     if start not in START_OLLAMA:
-        got = inputs["start-ollama"]
+        got = quoted(inputs["start-ollama"])
         yield Problem(
-            "start-ollama", f'input "start-ollama" must be auto, true or false, got {got!r}'
+            "start-ollama", f'input "start-ollama" must be auto, true or false, got {got}'
         )
     if not inputs["base-url"]:
         return
-    problem = url_problem(inputs["base-url"])  # never echoes the URL: it may hold a password
-    if problem:
+    if has_control(inputs["base-url"]):  # never echoed: a URL may hold a password
+        yield Problem(
+            "base-url",
+            'input "base-url" contains a line break or a control character: give the URL on one '
+            "line, without control characters",
+        )
+    elif problem := url_problem(inputs["base-url"]):  # never echoes the URL either
         yield Problem("base-url", f'input "base-url": {problem}')
     elif start == "true":
         yield Problem(
@@ -150,23 +225,76 @@ def _server_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
 
 def _number_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
     value = inputs["concurrency"]
-    if not (value.isascii() and value.isdigit() and int(value) >= 1):
+    digits = value.lstrip("0")  # compared as text first: int() of 5,000 digits raises
+    low, high = CONCURRENCY
+    if not (
+        value.isascii()
+        and value.isdigit()
+        and len(digits) <= len(str(high))
+        and low <= int(value) <= high
+    ):
         yield Problem(
             "concurrency",
-            f'input "concurrency" must be a whole number of at least 1, got {value!r}',
+            f'input "concurrency" must be a whole number of at least {low} and at most {high}, '
+            f"got {quoted(value)}",
         )
+
+
+def _model_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
+    if has_control(inputs["model"]):
+        yield _on_one_line("model", inputs["model"], "the model's name")
 
 
 def _boolean_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
     for name in ("pull", "include-responses"):
         if inputs[name] not in BOOLEANS:
-            got = inputs[name]
-            yield Problem(name, f'input "{name}" must be true or false, got {got!r}')
+            got = quoted(inputs[name])
+            yield Problem(name, f'input "{name}" must be true or false, got {got}')
+
+
+def _models_dir_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
+    value = inputs["models-dir"]
+    if not value:
+        return
+    if has_control(value):
+        yield _on_one_line("models-dir", value, "the folder")
+    elif problem := _path_problem("models-dir", value, cwd):
+        yield Problem("models-dir", problem)
+    elif (cwd / value).exists() and not (cwd / value).is_dir():
+        yield Problem(
+            "models-dir",
+            f'input "models-dir": {quoted(value)} is not a folder: give a folder for the models '
+            "(it is created when missing)",
+        )
+
+
+def _one_report_problem(name: str, value: str, cwd: Path) -> Problem | None:
+    if has_control(value):
+        return _on_one_line(name, value, "the report's path")
+    problem = _path_problem(name, value, cwd)
+    if problem is None and (unusable := report_path_problem(cwd / value)):
+        problem = f'input "{name}" ({quoted(value)}): {unusable}'
+    return Problem(name, problem) if problem else None
 
 
 def _report_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
-    if inputs["json"] and inputs["json"] == inputs["junit"]:
+    problems = [
+        problem
+        for name in ("json", "junit")
+        if inputs[name] and (problem := _one_report_problem(name, inputs[name], cwd))
+    ]
+    yield from problems
+    if problems:
+        return
+    reports = {name: real_path(cwd / inputs[name]) for name in ("json", "junit") if inputs[name]}
+    if len(reports) == 2 and reports["json"] == reports["junit"]:
         yield Problem("junit", 'inputs "json" and "junit" name the same file: give each its own')
+    config = inputs["config"]
+    for name, report in reports.items():
+        if config and not has_control(config) and report == real_path(cwd / config):
+            yield Problem(
+                name, f'input "{name}" names the suite file itself: give the report its own path'
+            )
 
 
 def _args_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
@@ -179,10 +307,20 @@ def _args_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
         return
     for token in args:
         replaced_by = _own_option(token)
-        if replaced_by:
+        exits = exiting_option(token)
+        if has_control(token):
+            yield _on_one_line("args", token, "each argument")
+        elif replaced_by:
             option = token.split("=", 1)[0]
             yield Problem(
                 "args", f'input "args" contains {option}: use the input "{replaced_by}" instead'
+            )
+        elif exits:
+            yield Problem(
+                "args",
+                f'input "args" contains {quoted(token)} ({exits}), which makes ruledrift print '
+                "and exit without running the suite: remove it (the options are listed in the "
+                "action's documentation)",
             )
 
 
@@ -190,7 +328,9 @@ CHECKS = (
     _config_problems,
     _server_problems,
     _number_problems,
+    _model_problems,
     _boolean_problems,
+    _models_dir_problems,
     _report_problems,
     _args_problems,
 )
