@@ -48,11 +48,11 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield Path(directory, name)
 
 
-def _really_inside(path: Path, boundary: Path) -> bool:
-    """Whether `path` itself (a link: the link, not its target) is inside `boundary` once the
-    links among its folders are followed."""
+def _really_inside(path: Path, root: Path) -> bool:
+    """Whether `path` (a link: the link itself, not its target) is really `root` or below it,
+    once the links among its folders are followed. `root` is a real path (`created_root`)."""
     try:
-        return inside(real_path(path.parent) / path.name, boundary)
+        return inside(real_path(path.parent) / path.name, root)
     except (OSError, ValueError):
         return False
 
@@ -60,7 +60,10 @@ def _really_inside(path: Path, boundary: Path) -> bool:
 def give_back(roots: Sequence[Path], owner: Path) -> None:
     """Chown what the run wrote (as root) to the owner of `owner` (the workspace), so later
     steps and checkouts on self-hosted runners can change and delete it (actions/runner#434).
-    Never follows links, and never changes anything outside `owner`, checked again here."""
+
+    `roots` come from `created_root`: real paths, inside their boundary when the run began.
+    Checked again here, after the run: a root whose folders are now reached through a link, and
+    anything that is not really below its root, is left alone; links are never followed."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return
     try:
@@ -69,18 +72,18 @@ def give_back(roots: Sequence[Path], owner: Path) -> None:
         return
     if stat.st_uid == 0 and stat.st_gid == 0:
         return
-    boundary = real_path(owner)
     for root in roots:
         if not os.path.lexists(root):
             continue
         for path in _walk(root):
-            if not _really_inside(path, boundary):
+            if not _really_inside(path, root):
                 shown = terminal_safe(str(path))
                 print(
-                    f"ruledrift action: not giving {shown} back: outside the workspace",
+                    f"ruledrift action: not giving {shown} back: a symbolic link now leads it "
+                    "elsewhere",
                     file=sys.stderr,
                 )
-                continue
+                break
             try:
                 os.chown(path, stat.st_uid, stat.st_gid, follow_symlinks=False)
             except OSError as error:

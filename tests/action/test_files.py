@@ -122,3 +122,20 @@ def test_files_inside_are_given_back(workspace: Path) -> None:
     (workspace / "a" / "b" / "r.json").write_bytes(b"{}")
     give_back([root], workspace)
     assert {owner(p) for p in [root, *root.rglob("*")]} == {OWNER}
+
+
+@needs_root
+def test_a_root_outside_the_workspace_planned_before_the_run_is_given_back(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """`ollama serve` creates ~/.ollama: planned inside HOME, given back like the reports."""
+    os.chown(workspace, *OWNER)
+    home = tmp_path / "home"
+    home.mkdir()
+    root = created_root(home / ".ollama", home)
+    assert root == home / ".ollama"
+    (home / ".ollama").mkdir()
+    (home / ".ollama" / "id_ed25519").write_bytes(b"")
+    give_back([root], workspace)
+    assert owner(home / ".ollama") == OWNER
+    assert owner(home / ".ollama" / "id_ed25519") == OWNER
