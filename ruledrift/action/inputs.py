@@ -3,6 +3,7 @@ at once, each problem naming its input and how to fix it, and turned into `Setti
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -272,6 +273,12 @@ def _one_report_problem(name: str, value: str, cwd: Path) -> Problem | None:
     if has_control(value):
         return _on_one_line(name, value, "the report's path")
     problem = _path_problem(name, value, cwd)
+    if problem is None and os.path.islink(cwd / value):
+        problem = (
+            f'input "{name}" ({quoted(value)}): is a symbolic link: the action does not write '
+            "a report through a link (one committed in the repository could send it over "
+            "another file); give the path of the file itself"
+        )
     if problem is None and (unusable := report_path_problem(cwd / value)):
         problem = f'input "{name}" ({quoted(value)}): {unusable}'
     return Problem(name, problem) if problem else None

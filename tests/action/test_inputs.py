@@ -193,7 +193,18 @@ def test_a_models_dir_through_a_symlink_out_of_the_workspace_is_refused(
     assert "leads outside the workspace" in problem.message
 
 
-def test_symlinks_inside_the_workspace_are_fine(workspace: Path) -> None:
+def test_a_report_that_is_a_symlink_inside_the_workspace_is_refused(workspace: Path) -> None:
+    """Written through, it would replace whatever the committed link names (a workflow file)."""
+    (workspace / ".github").mkdir()
+    (workspace / ".github" / "ci.yml").write_text("on: push")
+    (workspace / "r.json").symlink_to(workspace / ".github" / "ci.yml")
+    problem = only_problem(workspace, json="r.json")
+    assert problem.input == "json"
+    assert "is a symbolic link" in problem.message
+    assert (workspace / ".github" / "ci.yml").read_text() == "on: push"
+
+
+def test_symlinked_folders_inside_the_workspace_are_fine(workspace: Path) -> None:
     (workspace / "real").mkdir()
     (workspace / "reports").symlink_to(workspace / "real")
     settings = parse(workspace, json="reports/r.json", junit=str(workspace / "reports/j.xml"))
