@@ -24,6 +24,11 @@ NAME_MAX = 255  # bytes in one name, when the file system does not say (Linux, m
 PATH_MAX = 4096  # bytes in a whole path, likewise (Linux)
 NOT_A_FILE_NAME = "not a file name: give a file path such as out/report.json"
 _MISSING = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # nothing to write through to
+# Names of the process's own open files (Linux; /dev/fd also on macOS and the BSDs): a report
+# there would replace whatever the stream is (a shell's `> out.txt`) with a file of its own.
+_STREAMS = ("/dev/stdin", "/dev/stdout", "/dev/stderr")
+_STREAM_FOLDERS = ("/proc/", "/dev/fd/")
+MAX_LINKS = 40  # as the Linux kernel follows
 _KINDS = (
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
@@ -81,6 +86,22 @@ def path_length_problem(path: Path) -> str | None:
     return None
 
 
+def names_a_stream(path: Path) -> bool:
+    """Whether `path` is, or links through, one of the process's open files (`/dev/stdout`,
+    `/dev/fd/1`, `/proc/self/fd/1`), whatever the stream is (a terminal, a pipe, a file)."""
+    current = os.path.abspath(path)
+    for _ in range(MAX_LINKS):
+        current = os.path.join(
+            os.path.realpath(os.path.dirname(current)), os.path.basename(current)
+        )
+        if current in _STREAMS or current.startswith(_STREAM_FOLDERS):
+            return True
+        if not os.path.islink(current):
+            return False
+        current = os.path.join(os.path.dirname(current), os.readlink(current))
+    return False
+
+
 def report_target(path: Path) -> Path:
     """Where a report for `path` is written: the path with every symbolic link followed (a
     link to a regular file is written through, not replaced)."""
@@ -105,6 +126,11 @@ def _problem(path: Path) -> str | None:
     too_long = path_length_problem(path)
     if too_long:
         return too_long
+    if names_a_stream(path):
+        return (
+            "is one of the process's open streams (like /dev/stdout), not a file of its own: "
+            "give a file path, and print the report from there if you need it in the output"
+        )
     try:
         found = os.stat(path)  # follows links: what a write would reach
     except OSError as error:

@@ -139,25 +139,45 @@ def test_a_device_put_in_place_during_the_write_is_not_replaced(
     assert os.listdir(tmp_path) == ["report.json"]
 
 
-def test_dev_stdout_that_is_a_pipe_is_refused(tmp_path: Path) -> None:
-    """/dev/stdout is a link to whatever stdout is: here a pipe, as in `ruledrift … | jq`."""
-    code = (
-        "import sys; from pathlib import Path\n"
-        "from ruledrift.errors import ReportError\n"
-        "from ruledrift.reports.files import report_path_problem, write_atomic\n"
-        "print(report_path_problem(Path('/dev/stdout')), file=sys.stderr)\n"
-        "try:\n"
-        "    write_atomic(Path('/dev/stdout'), b'written')\n"
-        "except ReportError as error:\n"
-        "    print(error, file=sys.stderr)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout == ""
+STDOUT_AS_REPORT = """
+import sys
+from pathlib import Path
+from ruledrift.errors import ReportError
+from ruledrift.reports.files import report_path_problem, write_atomic
+print("printed before", flush=True)
+print(report_path_problem(Path(sys.argv[1])), file=sys.stderr)
+try:
+    write_atomic(Path(sys.argv[1]), b"written")
+except ReportError as error:
+    print(error, file=sys.stderr)
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="Linux /proc")
+@pytest.mark.parametrize("stdout_is", ["a pipe", "a file"])
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1", "link"])
+def test_the_processs_own_stdout_is_refused(tmp_path: Path, stdout_is: str, name: str) -> None:
+    """/dev/stdout links to whatever stdout is: a pipe (`… | jq`) or a shell's `> out.txt`, which
+    a report must not replace either."""
+    (tmp_path / "link").symlink_to("/dev/stdout")
+    path = tmp_path / name
+    output = tmp_path / "out.txt"
+    with output.open("w") as file:
+        done = subprocess.run(
+            [sys.executable, "-c", STDOUT_AS_REPORT, str(path)],
+            stdout=file if stdout_is == "a file" else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+    printed = output.read_text() if stdout_is == "a file" else done.stdout
+    assert printed == "printed before\n"
     problem, error = done.stderr.splitlines()
-    assert problem.startswith("is a named pipe (FIFO), not a regular file")
-    assert error.startswith("cannot write report /dev/stdout: is a named pipe")
+    assert problem.startswith("is one of the process's open streams (like /dev/stdout)")
+    assert error == f"cannot write report {path}: {problem}"
+    assert os.path.islink("/dev/stdout")
+    assert sorted(os.listdir(tmp_path)) == ["link", "out.txt"]
 
 
 def test_a_link_to_a_regular_file_is_written_through(tmp_path: Path) -> None:
