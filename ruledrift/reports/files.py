@@ -1,7 +1,8 @@
 """Report files: checked before the run, written atomically after it.
 
-A report goes only to a regular file. A directory, a device (`/dev/null`, `/dev/stdout`), a named
-pipe or a socket at the path is refused and never replaced; a symbolic link to a regular file is
+A report goes only to a regular file. A directory, a device (`/dev/null`), a named pipe, a
+socket or one of the process's own streams (`/dev/stdout`) at the path is refused and never
+replaced; a symbolic link to a regular file is
 written through (the link stays, its target gets the report); a link that leads nowhere is
 refused. An existing report keeps its permissions and, where the process may set it, its owner.
 The new content goes to a short temporary name beside the target and is renamed over it, so a
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
@@ -26,8 +28,7 @@ NOT_A_FILE_NAME = "not a file name: give a file path such as out/report.json"
 _MISSING = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # nothing to write through to
 # Names of the process's own open files (Linux; /dev/fd also on macOS and the BSDs): a report
 # there would replace whatever the stream is (a shell's `> out.txt`) with a file of its own.
-_STREAMS = ("/dev/stdin", "/dev/stdout", "/dev/stderr")
-_STREAM_FOLDERS = ("/proc/", "/dev/fd/")
+_STREAM = re.compile(r"/dev/std(in|out|err)|/dev/fd/.*|/proc/[^/]+/(task/[^/]+/)?fd/.*")
 MAX_LINKS = 40  # as the Linux kernel follows
 _KINDS = (
     (stat.S_ISCHR, "a character device"),
@@ -66,7 +67,13 @@ def path_length_problem(path: Path) -> str | None:
     """What makes `path` too long for its file system (a name longer than NAME_MAX bytes, a
     whole path longer than PATH_MAX), or None. Checked before anything uses the path, so that
     `File name too long` is a message and never a traceback."""
-    absolute = Path(os.path.abspath(path))
+    try:
+        return _length_problem(Path(os.path.abspath(path)))
+    except ValueError as error:  # a name that cannot be encoded (a lone surrogate)
+        return f"cannot use this path ({error}): give another path"
+
+
+def _length_problem(absolute: Path) -> str | None:
     directory = _existing_ancestor(absolute)
     name_max = _limit(directory, "PC_NAME_MAX", NAME_MAX)
     for part in absolute.parts:
@@ -94,7 +101,7 @@ def names_a_stream(path: Path) -> bool:
         current = os.path.join(
             os.path.realpath(os.path.dirname(current)), os.path.basename(current)
         )
-        if current in _STREAMS or current.startswith(_STREAM_FOLDERS):
+        if _STREAM.fullmatch(current):
             return True
         if not os.path.islink(current):
             return False

@@ -306,6 +306,14 @@ def test_a_nul_byte_is_a_message_not_a_traceback(tmp_path: Path) -> None:
         write_atomic(tmp_path / "a\0b.json", b"{}")
 
 
+def test_an_unencodable_name_is_a_message_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "a\ud800.json"  # a lone surrogate: no file system encoding takes it
+    assert "surrogates not allowed" in (path_length_problem(path) or "")
+    with pytest.raises(ReportError, match="surrogates not allowed"):
+        write_atomic(path, b"{}")
+    assert os.listdir(tmp_path) == []
+
+
 def test_control_characters_in_the_path_never_reach_the_message_raw(tmp_path: Path) -> None:
     path = tmp_path / "\x1b[2Jreport.json"
     path.mkdir()
