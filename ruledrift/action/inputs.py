@@ -261,7 +261,7 @@ def _models_dir_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Probl
         yield _on_one_line("models-dir", value, "the folder")
     elif problem := _path_problem("models-dir", value, cwd):
         yield Problem("models-dir", problem)
-    elif (cwd / value).exists() and not (cwd / value).is_dir():
+    elif os.path.exists(cwd / value) and not os.path.isdir(cwd / value):  # never raise
         yield Problem(
             "models-dir",
             f'input "models-dir": {quoted(value)} is not a folder: give a folder for the models '
