@@ -1,7 +1,7 @@
 """A loopback server that speaks Ollama's native API, backed by a REAL model (llama.cpp through
 llama-cpp-python). No registry ships the Ollama server, so the e2e tests run RuleDrift's Ollama
-adapter against this instead: the HTTP contract is Ollama's (read from its source, v0.33.0), the
-answers come from a real model.
+adapter against this instead: the HTTP contract is Ollama's (tests/support/ollama_fake/CONTRACT.md,
+read from its source), the answers come from a real model.
 
 Implements what RuleDrift's Ollama adapter uses:
   GET  /api/version  -> {"version": ...}
@@ -9,12 +9,14 @@ Implements what RuleDrift's Ollama adapter uses:
   POST /api/show     -> parameters, template, capabilities (no digest, like Ollama)
   POST /api/chat     -> non-streaming only (`"stream": false` must be sent: an adapter that forgot
                         it would get NDJSON from a real Ollama); honours options temperature, seed,
-                        num_predict, num_ctx (and top_k, top_p, min_p, repeat_penalty, stop);
-                        `truncate: false` turns an over-long prompt into 400, as Ollama v0.12.4+
-                        does; without it the oldest non-system messages are dropped silently.
+                        num_predict, num_ctx (and top_k, top_p, min_p, repeat_penalty, stop),
+                        refusing a wrongly typed one with 500 as Ollama does; `think` as Ollama
+                        checks it; `truncate: false` turns an over-long prompt into 400, as Ollama
+                        v0.12.6+ does; without it the oldest messages are dropped silently.
   GET|HEAD /         -> "Ollama is running"
-With --ignore-truncate it behaves like an Ollama older than v0.12.4, which ignores `truncate` and
-always drops the oldest messages silently: the trap RuleDrift's Ollama adapter must detect.
+With --ignore-truncate it behaves like an Ollama older than v0.12.6, which ignores `truncate` and
+always drops the oldest messages silently: the trap RuleDrift's Ollama adapter must detect. It
+reports that older version (--ignore-truncate reports 0.12.5), so the adapter knows it too.
 
 Usage: python llama_ollama_server.py --model FILE.gguf [--name smollm2:135m] [--port 0]
 It prints one line, `listening on http://127.0.0.1:PORT`, once it accepts connections.
@@ -39,8 +41,9 @@ from typing import Any, cast
 from llama_cpp import Llama
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-# The Ollama contract this server follows (OLLAMA.md was read from v0.33.0).
-VERSION = "0.33.0"
+# The Ollama release this server speaks: the image's (see tests/support/ollama_fake/CONTRACT.md).
+VERSION = "0.34.2"
+IGNORING_TRUNCATE_VERSION = "0.12.5"  # the last release that ignored `truncate`
 # Ollama's defaults for the options we honour (api.DefaultOptions); a request overrides them.
 DEFAULT_OPTIONS: dict[str, Any] = {
     "temperature": 0.8,
@@ -166,7 +169,7 @@ class Model:
             tokens, template_stop = self._prompt(llama, messages)
             while len(tokens) >= num_ctx:  # no room left for a single answer token
                 # Ollama's silent truncation drops the oldest non-system messages; with
-                # `truncate: false` (v0.12.4+) an over-long prompt is a 400 instead.
+                # `truncate: false` (v0.12.6+) an over-long prompt is a 400 instead.
                 oldest = next(
                     (i for i, m in enumerate(messages[:-1]) if m["role"] != "system"), None
                 )
@@ -225,16 +228,45 @@ def _options(value: object) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise HttpError(HTTPStatus.BAD_REQUEST, "options must be an object")
-    # Unknown option keys are ignored, as Ollama does.
-    return {key: item for key, item in value.items() if key in DEFAULT_OPTIONS}
+    for key, item in value.items():
+        wrong = _option_type_error(key, item)
+        if wrong is not None:
+            raise HttpError(HTTPStatus.INTERNAL_SERVER_ERROR, wrong)
+    # Unknown option keys are ignored, and null leaves an option unset, as Ollama does.
+    return {k: v for k, v in value.items() if k in DEFAULT_OPTIONS and v is not None}
+
+
+def _option_type_error(key: str, value: object) -> str | None:
+    """Ollama's HTTP 500 for an option of the wrong type (api/types.go, Options.FromMap)."""
+    if key not in DEFAULT_OPTIONS or value is None:
+        return None
+    if key == "stop":
+        if not isinstance(value, list):
+            return f'option "{key}" must be of type array'
+        if not all(isinstance(item, str) for item in value):
+            return f'option "{key}" must be of an array of strings'
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        kind = "float32" if isinstance(DEFAULT_OPTIONS[key], float) else "integer"
+        return f'option "{key}" must be of type {kind}'
+    return None
 
 
 def _check_think(model: Model, think: object) -> None:
     if think is None or think is False:
         return  # think:false is always safe
-    if think is True or think in ("low", "medium", "high"):
+    if think is True or think in ("low", "medium", "high", "max"):  # "max": v0.22.0+
         raise HttpError(HTTPStatus.BAD_REQUEST, f'"{model.name}" does not support thinking')
-    raise HttpError(HTTPStatus.BAD_REQUEST, f"invalid think value: {think!r}")
+    if isinstance(think, str):
+        raise HttpError(
+            HTTPStatus.BAD_REQUEST,
+            f'invalid think value: "{think}" (must be "high", "medium", "low", "max", true, or '
+            "false)",
+        )
+    raise HttpError(
+        HTTPStatus.BAD_REQUEST,
+        'think must be a boolean or string ("high", "medium", "low", "max", true, or false)',
+    )
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -281,7 +313,10 @@ class Handler(BaseHTTPRequestHandler):
             if route in (("GET", "/"), ("HEAD", "/")):
                 self._send(HTTPStatus.OK, b"Ollama is running", "text/plain; charset=utf-8")
             elif route == ("GET", "/api/version"):
-                self._json(HTTPStatus.OK, {"version": VERSION})
+                old = model.ignore_truncate
+                self._json(
+                    HTTPStatus.OK, {"version": IGNORING_TRUNCATE_VERSION if old else VERSION}
+                )
             elif route == ("GET", "/api/tags"):
                 self._json(HTTPStatus.OK, {"models": [model.tag()]})
             elif route == ("POST", "/api/show"):
@@ -336,8 +371,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--ignore-truncate",
         action="store_true",
-        help='behave like Ollama before v0.12.4: ignore "truncate" and always drop the oldest '
-        "messages of an over-long prompt silently",
+        help='behave like Ollama before v0.12.6 (and say 0.12.5): ignore "truncate" and always '
+        "drop the oldest messages of an over-long prompt silently",
     )
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = parser.parse_args(argv)

@@ -172,7 +172,7 @@ def test_ollama_adapter_against_a_real_model(
     assert (target["adapter"], target["model"]) == ("ollama", OLLAMA_MODEL)
     # The digest /api/tags gives: here the sha256 of the .gguf file itself.
     assert target["details"]["modelDigest"] == hashlib.sha256(gguf.read_bytes()).hexdigest()
-    assert target["details"]["serverVersion"] == "0.33.0"
+    assert target["details"]["serverVersion"] == "0.34.2"
     for probe in probes(report).values():
         assert probe["metadata"]["promptEvalCount"] > 0
         assert probe["metadata"]["evalCount"] > 0

@@ -1,5 +1,6 @@
-"""The fake honours Ollama's contract (read from Ollama's source, v0.33.0): each endpoint, errors,
-truncation, faults, recording, and the `ollama` stand-in executable."""
+"""The fake honours Ollama's contract (tests/support/ollama_fake/CONTRACT.md, read from Ollama's
+source): each endpoint, errors, what changed between releases, truncation, faults, recording,
+and the `ollama` stand-in executable."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def test_root_get_and_head(client: httpx.Client) -> None:
 
 
 def test_version_tags_and_show(client: httpx.Client) -> None:
-    assert client.get("/api/version").json() == {"version": "0.33.0"}
+    assert client.get("/api/version").json() == {"version": "0.34.2"}
     models = {m["name"]: m for m in client.get("/api/tags").json()["models"]}
     assert set(models) == {"qwen3:1.7b", "llama3.2:1b"}
     tag = models["qwen3:1.7b"]
@@ -169,10 +170,57 @@ def test_thinking(client: httpx.Client) -> None:
     refused = ask(think=True)
     assert refused.status_code == 400
     assert refused.json() == {"error": '"llama3.2:1b" does not support thinking'}
-    bad = ask(model="qwen3:1.7b", think="max")
+    assert ask(model="qwen3:1.7b", think="max").json()["message"]["thinking"]
+    assert ask(think="max").json() == {"error": '"llama3.2:1b" does not support thinking'}
+    bad = ask(model="qwen3:1.7b", think="most")
     assert bad.status_code == 400
-    assert "invalid think value" in bad.json()["error"]
-    assert ask(model="qwen3:1.7b", think=3).status_code == 400
+    assert bad.json() == {
+        "error": 'invalid think value: "most" (must be "high", "medium", "low", "max", true, or '
+        "false)"
+    }
+    assert ask(model="qwen3:1.7b", think=3).json() == {
+        "error": 'think must be a boolean or string ("high", "medium", "low", "max", true, or '
+        "false)"
+    }
+
+
+def test_think_max_arrived_in_0_22_0() -> None:
+    body = chat_body(user("hi"), model="qwen3:1.7b", think="max")
+    with FakeOllama(version="0.21.2") as server:
+        before = httpx.post(f"{server.base_url}/api/chat", json=body)
+        server.version = "0.22.0"
+        since = httpx.post(f"{server.base_url}/api/chat", json=body)
+    assert before.status_code == 400
+    assert before.json() == {
+        "error": 'invalid think value: "max" (must be "high", "medium", "low", true, or false)'
+    }
+    assert since.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"num_ctx": "8192"}, 'option "num_ctx" must be of type integer'),
+        ({"seed": True}, 'option "seed" must be of type integer'),
+        ({"temperature": "0"}, 'option "temperature" must be of type float32'),
+        ({"use_mmap": 1}, 'option "use_mmap" must be of type boolean'),
+        ({"stop": "###"}, 'option "stop" must be of type array'),
+        ({"stop": ["###", 1]}, 'option "stop" must be of an array of strings'),
+    ],
+)
+def test_an_option_of_the_wrong_type_is_http_500(
+    client: httpx.Client, options: dict[str, Any], error: str
+) -> None:
+    response = client.post("/api/chat", json=chat_body(user("hi"), options=options))
+    assert response.status_code == 500
+    assert response.json() == {"error": error}
+
+
+def test_options_of_the_right_type_and_unknown_ones_pass(client: httpx.Client) -> None:
+    options: dict[str, object] = {"num_ctx": 512.0, "temperature": 0, "seed": None, "stop": []}
+    options["nonsense"] = "x"
+    response = client.post("/api/chat", json=chat_body(user("hi"), options=options))
+    assert response.status_code == 200
 
 
 def test_streamed_thinking_comes_first(client: httpx.Client) -> None:
@@ -258,15 +306,86 @@ def test_truncate_false_turns_overflow_into_400() -> None:
         assert client.post("/api/chat", json=fits).status_code == 200
 
 
-def test_an_old_server_ignores_truncate_false() -> None:
+@pytest.mark.parametrize("version", ["0.12.5", "0.12.4", "0.9.0"])
+def test_servers_before_0_12_6_ignore_truncate_false(version: str) -> None:
     with (
-        FakeOllama(num_ctx=60, honor_truncate=False) as server,
+        FakeOllama(num_ctx=60, version=version) as server,
         httpx.Client(base_url=server.base_url) as client,
     ):
         body = chat_body(*history(5), user("probe"), truncate=False, shift=False)
         response = client.post("/api/chat", json=body)
         assert response.status_code == 200
         assert response.json()["prompt_eval_count"] <= 60
+        server.version = "0.12.6"
+        assert client.post("/api/chat", json=body).status_code == 400
+
+
+def test_whole_messages_go_from_the_front_so_the_prompt_can_still_grow() -> None:
+    """server/prompt.go drops messages from the front until the prompt fits: not in pairs,
+    and the cut prompt lands anywhere up to num_ctx."""
+    seen: list[Messages] = []
+
+    def record(messages: Messages) -> str:
+        seen.append(messages)
+        return "ok"
+
+    notes = user("keep these notes: " + "note " * 20)
+    turn = [SYSTEM, notes, {"role": "assistant", "content": "word " * 30}, user("next")]
+    before = count_prompt(turn[:2])
+    with FakeOllama(answer=record, num_ctx=count_prompt(turn) - 1) as server:
+        answer = httpx.post(f"{server.base_url}/api/chat", json=chat_body(*turn)).json()
+    assert seen[-1] == [SYSTEM, turn[2], user("next")]  # an answer now opens the conversation
+    assert answer["prompt_eval_count"] == count_prompt(seen[-1]) > before
+
+
+def test_version_0_30_0_counts_only_the_tokens_its_cache_lacked() -> None:
+    first = [SYSTEM, user("hello there")]
+    second = [*first, {"role": "assistant", "content": "You said: hello there"}, user("again")]
+    counts: dict[str, list[int]] = {}
+    for version in ("0.30.0", "0.30.0-rc4", "0.30.1", "0.29.1"):
+        with FakeOllama(version=version) as server:
+            counts[version] = [
+                httpx.post(f"{server.base_url}/api/chat", json=chat_body(*messages)).json()[
+                    "prompt_eval_count"
+                ]
+                for messages in (first, second, second)
+            ]
+    whole = [count_prompt(first), count_prompt(second), count_prompt(second)]
+    assert counts["0.30.1"] == counts["0.29.1"] == whole
+    # the second prompt starts with the first prompt and its answer; the third is all cached
+    new = [whole[0], whole[1] - whole[0] - len(["You", "said", ":", "hello", "there"]), 1]
+    assert counts["0.30.0"] == counts["0.30.0-rc4"] == new
+
+
+def test_a_reload_empties_the_prompt_cache() -> None:
+    body = chat_body(SYSTEM, user("hello"))
+    with FakeOllama(version="0.30.0") as server:
+        url = f"{server.base_url}/api/chat"
+        counts = [
+            httpx.post(url, json=body).json()["prompt_eval_count"],
+            httpx.post(url, json=body).json()["prompt_eval_count"],
+            httpx.post(url, json=body | {"options": {"num_ctx": 512}}).json()["prompt_eval_count"],
+        ]
+    assert counts == [count_prompt(body["messages"]), 1, count_prompt(body["messages"])]
+
+
+def test_an_mlx_model_has_a_fixed_context_and_never_truncates() -> None:
+    mlx = FakeModel("gemma3:4b-mlx", format="safetensors", context_length=60)
+    with FakeOllama([mlx], num_ctx=30) as server, httpx.Client(base_url=server.base_url) as c:
+        assert c.get("/api/tags").json()["models"][0]["details"]["format"] == "safetensors"
+        show = c.post("/api/show", json={"model": "gemma3:4b-mlx"}).json()
+        assert show["details"]["format"] == "safetensors"
+        messages = [*history(5), user("probe")]
+        body = chat_body(*messages, model="gemma3:4b-mlx", options={"num_ctx": 4096})
+        response = c.post("/api/chat", json=body)
+        fits = chat_body(*history(2), model="gemma3:4b-mlx", options={"num_ctx": 4})
+        assert c.post("/api/chat", json=fits).status_code == 200  # num_ctx changes nothing
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": f"input length ({count_prompt(messages)} tokens) exceeds the model's maximum "
+        "context length (60 tokens)"
+    }
+    assert server.loads == [("gemma3:4b-mlx", 60)]
 
 
 def test_num_ctx_is_capped_and_loads_are_counted() -> None:
@@ -330,6 +449,20 @@ def test_disconnect_and_delay(server: FakeOllama, client: httpx.Client) -> None:
     start = time.monotonic()
     assert client.get("/api/version").status_code == 200
     assert time.monotonic() - start >= 0.3
+
+
+def test_hostile_json_and_lines(server: FakeOllama, client: httpx.Client) -> None:
+    server.add_fault(
+        Fault("json", path="/api/tags", body={"models": "nope"}),
+        Fault("lines", path="/api/pull", body=[{"status": 5}, [1], "text"]),
+    )
+    assert client.get("/api/tags").json() == {"models": "nope"}
+    assert lines(client.post("/api/pull", json={"model": "qwen3:1.7b"})) == [
+        {"status": 5},
+        [1],
+        "text",
+    ]
+    assert client.get("/api/tags").json() != {"models": "nope"}  # used up
 
 
 def test_any_path_forever_fault(server: FakeOllama, client: httpx.Client) -> None:

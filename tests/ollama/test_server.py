@@ -115,8 +115,8 @@ def test_the_server_starts_on_a_free_loopback_port_with_its_environment(
         "OLLAMA_KEEP_ALIVE": "90m",
     }
     assert "RULEDRIFT_TEST_INHERITED=yes ✓".encode() in seen["environ"]
-    assert seen["version"] == {"version": "0.33.0"}
-    assert server.version == "0.33.0"
+    assert seen["version"] == {"version": "0.34.2"}
+    assert server.version == "0.34.2"
     assert_no_leftovers(tmp_path, seen["pid"])
     assert server.returncode == 0  # it stopped on SIGTERM
     assert "Listening on 127.0.0.1:" in server.log_tail()  # kept after the stop
@@ -181,7 +181,7 @@ def test_the_default_models_directory_is_ollamas(
 def test_a_slow_start_is_waited_for(models: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_OLLAMA_START_DELAY", "1.5")
     _, seen = started_and_stopped(settings(models))
-    assert seen["version"] == {"version": "0.33.0"}
+    assert seen["version"] == {"version": "0.34.2"}
 
 
 def test_a_port_taken_before_the_server_listens_is_replaced(

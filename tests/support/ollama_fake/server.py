@@ -1,4 +1,5 @@
-"""A loopback Ollama for tests, written to Ollama's contract as read from its source (v0.33.0).
+"""A loopback Ollama for tests, written to Ollama's contract as read from its source: see
+CONTRACT.md beside this file for what it follows, from which source files and versions.
 
 `FakeOllama` is a real HTTP/1.1 server on 127.0.0.1 (keep-alive, chunked NDJSON streaming) that
 answers like `ollama serve`: /api/chat (streaming by default), /api/tags, /api/version,
@@ -9,11 +10,14 @@ answers like `ollama serve`: /api/chat (streaming by default), /api/tags, /api/v
         server.latency_s = 0.2                         # every chat generation takes 0.2 s
         ...                                            # server.base_url, server.chats()
 
-Tokens: one per word or punctuation mark, plus TEMPLATE_TOKENS per message and
-GENERATION_TOKENS for the assistant header (`count_prompt`). When a prompt exceeds `num_ctx`
-(options.num_ctx, default `FakeOllama.num_ctx`), the oldest non-system messages are dropped
-silently (`truncate` true or omitted) or the request fails with 400 (`truncate: false`, unless
-`honor_truncate` is off, which plays a server older than v0.12.4).
+Tokens: one per word or punctuation mark; a message renders as TEMPLATE_TOKENS around its words,
+and GENERATION_TOKENS open the answer (`prompt_tokens`, `count_prompt`). When a prompt exceeds
+`num_ctx` (options.num_ctx, default `FakeOllama.num_ctx`), whole messages are dropped from the
+front until it fits (system messages stay), silently (`truncate` true or omitted), or the request
+fails with 400 (`truncate: false`, from v0.12.6 on). The `version` decides what the server does,
+as the real releases do: before 0.12.6 `truncate` and `shift` are ignored, before 0.22.0
+`"think": "max"` is refused, and 0.30.0 reports in `prompt_eval_count` only the prompt tokens its
+prefix cache did not hold.
 """
 
 from __future__ import annotations
@@ -32,7 +36,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Literal
 
-DEFAULT_VERSION = "0.33.0"
+DEFAULT_VERSION = "0.34.2"  # the release the image ships (Dockerfile): its fakes speak it
+TRUNCATE_SINCE = (0, 12, 6)  # `truncate` and `shift` honoured
+THINK_MAX_SINCE = (0, 22, 0)  # `"think": "max"` accepted
+NEW_TOKENS_ONLY = (0, 30, 0)  # prompt_eval_count without the cached prefix (fixed in 0.30.1)
 BUSY = "server busy, please try again.  maximum pending requests exceeded"
 RUNNER_STOPPED = (
     "model runner has unexpectedly stopped, this may be due to resource limitations or an "
@@ -40,14 +47,48 @@ RUNNER_STOPPED = (
 )
 PULL_MISSING = "pull model manifest: file does not exist"
 SHIFT_OVERFLOW = (
-    "the prompt is longer than the context length currently available to the model; "
-    "try a shorter prompt or increase the context length"
+    "the prompt is longer than the context length currently available to the model; shorten "
+    "the prompt, adjust the context length in settings, or use a model with a longer context "
+    "length"
 )
-TEMPLATE_TOKENS = 4  # per message: role header and end-of-turn markers
-GENERATION_TOKENS = 3  # the assistant header that opens the answer
+TEMPLATE_TOKENS = 4  # per message: `<|start|>`, the role, `<|sep|>` … `<|end|>`
+GENERATION_TOKENS = 3  # `<|start|>`, `assistant`, `<|sep|>`: the header that opens the answer
 THINKING_FAMILIES = ("qwen3", "deepseek-r1", "gpt-oss", "magistral")
 CATALOGUE = ("qwen3:1.7b", "qwen3:0.6b", "llama3.2:1b", "smollm2:135m", "gemma3:270m")
-THINK_LEVELS = ("low", "medium", "high")
+THINK_LEVELS = ("low", "medium", "high", "max")
+# The JSON type each option must have (api.Options), and Ollama's word for it in its HTTP 500.
+OPTION_TYPES = {
+    **dict.fromkeys(
+        (
+            "num_ctx",
+            "num_batch",
+            "num_gpu",
+            "main_gpu",
+            "num_thread",
+            "draft_num_predict",
+            "num_keep",
+            "seed",
+            "num_predict",
+            "top_k",
+            "repeat_last_n",
+        ),
+        "integer",
+    ),
+    **dict.fromkeys(
+        (
+            "top_p",
+            "min_p",
+            "typical_p",
+            "temperature",
+            "repeat_penalty",
+            "presence_penalty",
+            "frequency_penalty",
+        ),
+        "float32",
+    ),
+    "use_mmap": "boolean",
+    "stop": "array",
+}
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 Messages = Sequence[Mapping[str, Any]]
 Answer = Callable[[Messages], str]
@@ -57,10 +98,27 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
+def render(message: Mapping[str, Any]) -> list[str]:
+    """A message's tokens in the prompt: its words inside TEMPLATE_TOKENS markers."""
+    words = tokens(str(message.get("content", "")))
+    return ["<|start|>", str(message.get("role")), "<|sep|>", *words, "<|end|>"]
+
+
+def prompt_tokens(messages: Messages) -> list[str]:
+    """The tokens of a rendered chat, the header that opens the answer included."""
+    rendered = [token for message in messages for token in render(message)]
+    return [*rendered, "<|start|>", "assistant", "<|sep|>"]
+
+
 def count_prompt(messages: Messages) -> int:
     """Prompt tokens of a rendered chat: what `prompt_eval_count` reports when nothing is cut."""
-    body = sum(len(tokens(str(m.get("content", "")))) + TEMPLATE_TOKENS for m in messages)
-    return body + GENERATION_TOKENS
+    return len(prompt_tokens(messages))
+
+
+def release(version: str) -> tuple[int, int, int]:
+    """`0.30.0-rc3` → (0, 30, 0); (0, 0, 0) for a version that is not one."""
+    match = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
+    return (int(match[1]), int(match[2]), int(match[3])) if match else (0, 0, 0)
 
 
 def last_user(messages: Messages) -> str:
@@ -70,6 +128,11 @@ def last_user(messages: Messages) -> str:
 def echo_answer(messages: Messages) -> str:
     """The default answer: deterministic, from the last user message the model saw."""
     return f"You said: {last_user(messages)}"
+
+
+def echo_thinking(messages: Messages) -> str:
+    """The default thinking of a model that thinks."""
+    return f"The user wrote: {last_user(messages)}. I will answer within my rules."
 
 
 def normalize(name: str) -> str:
@@ -83,6 +146,7 @@ class FakeModel:
     thinking: bool | None = None  # None: from the family (qwen3, deepseek-r1, ... think)
     context_length: int = 40960  # trained length: num_ctx is capped at it
     parameters: str = "temperature 0.6\ntop_k 20\ntop_p 0.95"
+    format: str = "gguf"  # "safetensors": an MLX model (fixed context, never truncated)
 
     def __post_init__(self) -> None:
         self.name = normalize(self.name)
@@ -114,6 +178,10 @@ class FakeModel:
     def capabilities(self) -> list[str]:
         return ["completion", "thinking"] if self.thinking else ["completion"]
 
+    @property
+    def mlx(self) -> bool:
+        return self.format == "safetensors"
+
 
 @dataclass
 class Fault:
@@ -122,14 +190,19 @@ class Fault:
     `error_line` (a mid-stream `{"error"}` line with HTTP 200; 500 when not streaming),
     `eof` (the stream ends without `done: true`; a cut JSON body when not streaming),
     `invalid_json` (HTTP 200, an HTML body), `disconnect` (the connection closes, no answer),
-    `delay` (wait `delay_s`, then answer normally)."""
+    `delay` (wait `delay_s`, then answer normally), and for a hostile server: `json` (HTTP 200,
+    `body` as the JSON answer, whatever its shape) and `lines` (HTTP 200, each item of `body` as
+    an NDJSON line)."""
 
-    kind: Literal["status", "error_line", "eof", "invalid_json", "disconnect", "delay"] = "status"
+    kind: Literal[
+        "status", "error_line", "eof", "invalid_json", "disconnect", "delay", "json", "lines"
+    ] = "status"
     status: int = 503
     error: str = BUSY
     delay_s: float = 0.0
     path: str = "/api/chat"
     times: int | None = 1
+    body: Any = None
 
 
 @dataclass(frozen=True)
@@ -159,8 +232,8 @@ class FakeOllama:
         port: int = 0,
         version: str = DEFAULT_VERSION,
         answer: Answer = echo_answer,
+        thinking: Answer = echo_thinking,
         num_ctx: int = 4096,
-        honor_truncate: bool = True,
         latency_s: float = 0.0,
         num_parallel: int = 1,
         max_queue: int = 512,
@@ -170,11 +243,8 @@ class FakeOllama:
         log: Callable[[str], None] | None = None,
     ) -> None:
         self.version, self.answer, self.num_ctx = version, answer, num_ctx
-        self.honor_truncate, self.latency_s, self.pull_step_s = (
-            honor_truncate,
-            latency_s,
-            pull_step_s,
-        )
+        self.thinking = thinking
+        self.latency_s, self.pull_step_s = latency_s, pull_step_s
         self.store, self.log = store, log
         self.models = {m.name: m for m in map(_model, models)}
         self.registry = {m.name: m for m in map(_model, registry)} | dict(self.models)
@@ -186,6 +256,8 @@ class FakeOllama:
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(num_parallel)
         self._max_queue, self._waiting = max_queue, 0
+        self._num_parallel = num_parallel
+        self._caches: list[list[str]] = []  # each slot's last prompt and answer (prefix cache)
         self._httpd = _Server((host, port), _Handler)
         self._httpd.fake = self
         self._thread: threading.Thread | None = None
@@ -217,6 +289,20 @@ class FakeOllama:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+    @property
+    def honours_truncate(self) -> bool:
+        """`truncate: false` and `shift: false` are obeyed (v0.12.6+); older servers ignore them."""
+        return release(self.version) >= TRUNCATE_SINCE
+
+    @property
+    def think_levels(self) -> tuple[str, ...]:
+        return THINK_LEVELS if release(self.version) >= THINK_MAX_SINCE else THINK_LEVELS[:3]
+
+    @property
+    def counts_new_tokens_only(self) -> bool:
+        """v0.30.0 reports as `prompt_eval_count` only the tokens its prefix cache lacked."""
+        return release(self.version) == NEW_TOKENS_ONLY
 
     def add_fault(self, *faults: Fault) -> None:
         with self._lock:
@@ -265,7 +351,8 @@ class FakeOllama:
             "modelfile": f"FROM {model.name}\n"
             + "".join(f"PARAMETER {line}\n" for line in model.parameters.splitlines()),
             "parameters": model.parameters,
-            "template": "{{- range .Messages }}<|{{ .Role }}|>{{ .Content }}<|end|>{{ end }}",
+            "template": "{{- range .Messages }}<|start|>{{ .Role }}<|sep|>{{ .Content }}<|end|>"
+            "{{ end }}<|start|>assistant<|sep|>",
             "details": _tag(model)["details"],
             "model_info": {
                 "general.architecture": model.family,
@@ -319,39 +406,52 @@ class FakeOllama:
         """The full answer to a chat request (streaming splits it into lines)."""
         model = self.model(body.get("model"))
         think = body.get("think")
-        _check_think(think)
+        _check_think(think, self.think_levels)
         if think not in (None, False) and not model.thinking:
             raise _Reply(400, f'"{body["model"]}" does not support thinking')
         messages = body.get("messages") or []
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise _Reply(400, "json: cannot unmarshal messages: expected an array of objects")
-        options = body.get("options") or {}
-        num_ctx = min(int(options.get("num_ctx", self.num_ctx)), model.context_length)
+        options = _options(body.get("options"))
+        num_ctx = model.context_length  # MLX: fixed, whatever num_ctx says
+        if not model.mlx:
+            num_ctx = min(int(options.get("num_ctx") or self.num_ctx), model.context_length)
         load_s = self._load(model, num_ctx)
         if not messages:
             return self._response(model, {"content": ""}, "load", 0, 0, load_s)
-        seen = self._fit(messages, num_ctx, body)
-        prompt = min(count_prompt(seen), num_ctx)
+        seen = self._fit(model, messages, num_ctx, body)
+        prompt = prompt_tokens(seen)
         with self._slot():
             time.sleep(self.latency_s)
             content = self.answer(seen)
         thinking = None
         if model.thinking and think in (None, True, *THINK_LEVELS):
-            thinking = f"The user wrote: {last_user(seen)}. I will answer within my rules."
-        room = num_ctx - prompt if body.get("shift") is False and self.honor_truncate else None
+            thinking = self.thinking(seen)
+        honoured = self.honours_truncate or model.mlx
+        room = num_ctx - len(prompt) if body.get("shift") is False and honoured else None
         content, reason = _limit(content, options, room)
         message = {"content": content} | ({"thinking": thinking} if thinking else {})
-        generated = len(tokens(content)) + len(tokens(thinking or ""))
-        return self._response(model, message, reason, prompt, generated, load_s)
+        generated = [*tokens(thinking or ""), *tokens(content)]
+        evaluated = self._evaluated(prompt, generated)
+        return self._response(
+            model, message, reason, min(evaluated, num_ctx), len(generated), load_s
+        )
 
     def _fit(
-        self, messages: list[dict[str, Any]], num_ctx: int, body: Mapping[str, Any]
+        self, model: FakeModel, messages: Messages, num_ctx: int, body: Mapping[str, Any]
     ) -> Messages:
-        """What the model sees: oldest non-system messages dropped until the prompt fits."""
+        """What the model sees: whole messages dropped from the front until the prompt fits,
+        the system messages among them kept (server/prompt.go)."""
         needed = count_prompt(messages)
         if needed <= num_ctx:
             return messages
-        if body.get("truncate") is False and self.honor_truncate:
+        if model.mlx:  # never truncated (x/mlxrunner/pipeline.go)
+            raise _Reply(
+                400,
+                f"input length ({needed} tokens) exceeds the model's maximum context length "
+                f"({num_ctx} tokens)",
+            )
+        if body.get("truncate") is False and self.honours_truncate:
             detail = {
                 "code": 400,
                 "message": f"request ({needed} tokens) exceeds the available context size "
@@ -361,22 +461,42 @@ class FakeOllama:
                 "n_ctx": num_ctx,
             }
             raise _Reply(400, json.dumps({"error": detail}))
-        keep = len(messages) - 1
-        for start in range(len(messages) - 1, -1, -1):
-            systems = [m for m in messages[:start] if m.get("role") == "system"]
-            if count_prompt(systems + messages[start:]) > num_ctx:
-                break
-            keep = start
-        seen = [m for m in messages[:keep] if m.get("role") == "system"] + messages[keep:]
-        if count_prompt(seen) > num_ctx and body.get("shift") is False and self.honor_truncate:
+        start = next(
+            (
+                i
+                for i in range(len(messages))
+                if count_prompt(_kept(messages, i)) <= num_ctx or i == len(messages) - 1
+            ),
+            0,
+        )
+        seen = _kept(messages, start)
+        if count_prompt(seen) > num_ctx and body.get("shift") is False and self.honours_truncate:
             raise _Reply(400, SHIFT_OVERFLOW)
         return seen
 
+    def _evaluated(self, prompt: list[str], generated: list[str]) -> int:
+        """The prompt tokens `prompt_eval_count` reports: all of them, or on v0.30.0 those the
+        best slot's cache did not hold (at least one is always evaluated). The slot keeps the
+        prompt and the answer."""
+        with self._lock:
+            shared = [_common_prefix(prompt, cache) for cache in self._caches]
+            best = max(range(len(shared)), key=shared.__getitem__, default=None)
+            if best is not None and shared[best] > 0:
+                self._caches.pop(best)
+            elif len(self._caches) >= self._num_parallel:
+                self._caches.pop(0)
+            self._caches.append([*prompt, *generated])
+        cached = min(shared[best], len(prompt) - 1) if best is not None else 0
+        return len(prompt) - cached if self.counts_new_tokens_only else len(prompt)
+
     def _load(self, model: FakeModel, num_ctx: int) -> float:
+        """Seconds spent loading: none when the model is loaded with this num_ctx; else it
+        (re)loads, and its prompt caches are gone."""
         with self._lock:
             if self.loads and self.loads[-1] == (model.name, num_ctx):
                 return 0.0
             self.loads.append((model.name, num_ctx))
+            self._caches.clear()
             return 0.5
 
     def _slot(self) -> _Slot:
@@ -426,6 +546,46 @@ class _Slot:
         self._fake._slots.release()
 
 
+def _kept(messages: Messages, start: int) -> list[Mapping[str, Any]]:
+    """The messages from `start` on, after the system messages before it."""
+    return [m for m in messages[:start] if m.get("role") == "system"] + list(messages[start:])
+
+
+def _common_prefix(one: list[str], other: list[str]) -> int:
+    count = 0
+    for mine, theirs in zip(one, other, strict=False):
+        if mine != theirs:
+            break
+        count += 1
+    return count
+
+
+def _options(options: object) -> Mapping[str, Any]:
+    """The request's options, each of the type Ollama requires (api/types.go, FromMap), or the
+    HTTP 500 Ollama answers (null means unset; unknown keys are ignored)."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise _Reply(
+            400,
+            "json: cannot unmarshal the options into Go struct field ChatRequest.options of "
+            "type map[string]interface {}",
+        )
+    for name, value in options.items():
+        wanted = OPTION_TYPES.get(name)
+        if wanted is None or value is None:
+            continue
+        if wanted == "array" and isinstance(value, list):
+            if not all(isinstance(item, str) for item in value):
+                raise _Reply(500, f'option "{name}" must be of an array of strings')
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        fits = {"integer": number, "float32": number, "boolean": isinstance(value, bool)}
+        if not fits.get(wanted, False):
+            raise _Reply(500, f'option "{name}" must be of type {wanted}')
+    return options
+
+
 def _model(model: FakeModel | str) -> FakeModel:
     return model if isinstance(model, FakeModel) else FakeModel(model)
 
@@ -452,7 +612,7 @@ def _tag(model: FakeModel) -> dict[str, Any]:
         "size": sum(layer["size"] for layer in model.layers()),
         "digest": model.digest,
         "details": {
-            "format": "gguf",
+            "format": model.format,
             "family": model.family,
             "parameter_size": model.name.rsplit(":", 1)[-1].upper(),
             "quantization_level": "Q4_K_M",
@@ -460,17 +620,18 @@ def _tag(model: FakeModel) -> dict[str, Any]:
     }
 
 
-def _check_think(think: object) -> None:
+def _check_think(think: object, levels: tuple[str, ...]) -> None:
+    """The 400 of api.ThinkValue for a value the server's release does not know."""
     if think is None or isinstance(think, bool):
         return
+    allowed = ", ".join(f'"{level}"' for level in reversed(levels[:3])) + (
+        ', "max"' if "max" in levels else ""
+    )
     if isinstance(think, str):
-        if think not in THINK_LEVELS:
-            raise _Reply(
-                400,
-                f'invalid think value: "{think}" (must be "high", "medium", "low", true, or false)',
-            )
+        if think not in levels:
+            raise _Reply(400, f'invalid think value: "{think}" (must be {allowed}, true, or false)')
         return
-    raise _Reply(400, 'think must be a boolean or string ("high", "medium", "low", true, or false)')
+    raise _Reply(400, f"think must be a boolean or string ({allowed}, true, or false)")
 
 
 def _limit(content: str, options: Mapping[str, Any], room: int | None) -> tuple[str, str]:
@@ -582,6 +743,12 @@ class _Handler(BaseHTTPRequestHandler):
             return True
         if fault.kind == "invalid_json":
             self._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+            return True
+        if fault.kind == "json":
+            self._send_json(200, fault.body)
+            return True
+        if fault.kind == "lines":
+            self._stream(fault.body)
             return True
         return False  # error_line and eof: the endpoint plays them (chat and pull only)
 
