@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from ruledrift.adapters.base import CallContext
 
 _OVERFLOW_WORDS = re.compile(r"exceed|maximum|longer than|too long|too large", re.IGNORECASE)
 _CONTEXT_WORDS = re.compile(r"context[ _-]?(length|size|window)", re.IGNORECASE)
+# An answer's tokens that need not come back in the next prompt: a stop string and the end token
+# are counted but never shown, a template may trim whitespace, and the answer's text may tokenize
+# a little differently from how it was generated.
+UNKEPT_ANSWER_TOKENS = 8
+UNKEPT_ANSWER_SHARE = 0.1
 
 
 def overflow_message(text: str, fix: str) -> str | None:
@@ -20,34 +26,76 @@ def overflow_message(text: str, fix: str) -> str | None:
     return None
 
 
+def kept_answer_floor(answer_tokens: int) -> int:
+    """The fewest of an answer's `answer_tokens` generated tokens the next prompt holds again."""
+    unkept = UNKEPT_ANSWER_TOKENS + int(answer_tokens * UNKEPT_ANSWER_SHARE)
+    return max(0, answer_tokens - unkept)
+
+
+@dataclass(frozen=True)
+class _Turn:
+    number: int
+    messages: int
+    tokens: int  # its prompt's tokens
+    answer_tokens: int | None  # its answer's, when the next prompt holds them all (no thinking)
+
+    def floor(self) -> int:
+        """The fewest tokens a prompt that extends this turn can use, unless messages were
+        dropped: more than this turn's prompt, and at least the part of its answer that every
+        template keeps."""
+        if self.answer_tokens is None:
+            return self.tokens + 1
+        return self.tokens + max(1, kept_answer_floor(self.answer_tokens))
+
+
 @dataclass
 class PromptGrowth:
     """Catches a server that silently dropped the oldest messages to fit its context window
     (Ollama does, unless `truncate: false` is honoured; so does Ollama's /v1). Within one
-    scenario every call extends the conversation of the latest turn, so the prompt tokens the
-    server reports must grow; if a call with more messages used no more tokens, messages were
-    cut and the answer says nothing about drift."""
+    scenario every call extends the conversation of the latest turn: its prompt holds that
+    turn's whole prompt and its answer again, plus a new message. A server that drops messages
+    drops whole ones from the front until the prompt fits, so the cut prompt may still be larger
+    than the last one; what it cannot be, unless something was dropped, is smaller than the last
+    prompt plus the answer's tokens (`answer_tokens`, given only when the answer's tokens all
+    return in the next prompt: not when the model thought, as thinking is not kept). Without
+    `answer_tokens`, only a prompt that did not grow is caught."""
 
-    _turns: dict[tuple[str, str], tuple[int, int, int]] = field(default_factory=dict)
+    _turns: dict[tuple[str, str], _Turn] = field(default_factory=dict)
 
-    def check(self, context: CallContext, messages: int, tokens: object) -> str | None:
+    def check(
+        self, context: CallContext, messages: int, tokens: object, answer_tokens: object = None
+    ) -> str | None:
         """A description of the cut, or None. Remembers turn calls (probes branch off them)."""
-        if not isinstance(tokens, int) or isinstance(tokens, bool):
+        if not _is_count(tokens):
             return None
         key = (context.suite, context.scenario)
         latest = self._turns.get(key)
-        if latest is not None:
-            turn, before_messages, before_tokens = latest
-            if messages > before_messages and tokens <= before_tokens:
-                call = (
-                    f"turn {context.turn}" if context.kind == "turn" else f'probe "{context.probe}"'
-                )
-                return (
-                    f'the server dropped messages of scenario "{context.scenario}" to fit its '
-                    f"context window: {call} sent {messages} messages, but its prompt used "
-                    f"{tokens} tokens, no more than the {before_messages} messages of turn "
-                    f"{turn} ({before_tokens} tokens)"
-                )
+        if latest is not None and messages > latest.messages and tokens < latest.floor():
+            return _dropped(context, messages, tokens, latest)
         if context.kind == "turn":
-            self._turns[key] = (context.turn or 0, messages, tokens)
+            kept = answer_tokens if _is_count(answer_tokens) else None
+            self._turns[key] = _Turn(context.turn or 0, messages, tokens, kept)
         return None
+
+
+def _dropped(context: CallContext, messages: int, tokens: int, turn: _Turn) -> str:
+    call = f"turn {context.turn}" if context.kind == "turn" else f'probe "{context.probe}"'
+    if turn.answer_tokens is None:
+        held = (
+            f"no more than the {turn.messages} messages of turn {turn.number} "
+            f"({turn.tokens} tokens)"
+        )
+    else:
+        held = (
+            f"fewer than the {turn.floor()} it must hold again from turn {turn.number} (a prompt "
+            f"of {turn.tokens} tokens, {turn.messages} messages, and an answer of "
+            f"{turn.answer_tokens} tokens)"
+        )
+    return (
+        f'the server dropped messages of scenario "{context.scenario}" to fit its context '
+        f"window: {call} sent {messages} messages, but its prompt used {tokens} tokens, {held}"
+    )
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -3,12 +3,14 @@ then arrives as an HTTP status, never half-way through an answer). See docs/olla
 
 Every request carries the same `options`, `keep_alive`, and `truncate: false` + `shift: false`,
 so the model is loaded once per run and a prompt that outgrows `num_ctx` fails instead of
-silently losing its oldest messages; `PromptGrowth` catches servers too old to honour that.
+silently losing its oldest messages (Ollama v0.12.6+); `PromptGrowth` catches the servers too old
+to honour that, except on v0.30.0, whose prompt token counts cannot be trusted. What protects a
+run less than both is said in `target_info().details["overflowProtection"]`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -23,7 +25,18 @@ from ruledrift.adapters.base import (
 from ruledrift.adapters.context_window import PromptGrowth, overflow_message
 from ruledrift.adapters.transport import DEFAULT_RETRY, Retry, base_url_problems
 from ruledrift.model import Message, TargetInfo
-from ruledrift.ollama.api import WRONG_URL, OllamaAPI, find_model
+from ruledrift.ollama.api import (
+    WRONG_URL,
+    ModelEntry,
+    OllamaAPI,
+    counts_whole_prompt,
+    find_model,
+    honours_truncate,
+    is_mlx,
+    knows_think_max,
+    reported_text,
+)
+from ruledrift.text import json_kind
 
 _REPORTED = {
     "prompt_eval_count": "promptEvalCount",
@@ -39,6 +52,43 @@ DEFAULT_NUM_CTX_NOTE = (
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 DEFAULT_TIMEOUT_MS = 120_000
+THINK_VALUES = 'true, false, "low", "medium", "high" or "max" (Ollama 0.22.0+)'
+SHOWN_MODELS = 10  # models named when the suite's is missing
+# The JSON type Ollama requires of each option it knows (api.Options in api/types.go); a value of
+# another type is HTTP 500 `option "num_ctx" must be of type integer`. Integers may be any JSON
+# number there (Go drops the fraction); null means "unset".
+OPTION_TYPES = {
+    **dict.fromkeys(
+        (
+            "num_ctx",
+            "num_batch",
+            "num_gpu",
+            "main_gpu",
+            "num_thread",
+            "draft_num_predict",
+            "num_keep",
+            "seed",
+            "num_predict",
+            "top_k",
+            "repeat_last_n",
+        ),
+        "integer",
+    ),
+    **dict.fromkeys(
+        (
+            "top_p",
+            "min_p",
+            "typical_p",
+            "temperature",
+            "repeat_penalty",
+            "presence_penalty",
+            "frequency_penalty",
+        ),
+        "number",
+    ),
+    "use_mmap": "boolean",
+    "stop": "array of strings",
+}
 
 
 @dataclass(frozen=True)
@@ -71,18 +121,29 @@ class OllamaAdapter:
         self._growth = PromptGrowth()
         self._server_version: str | None = None
         self._digest: str | None = None
+        self._fixed_context = False  # an MLX model: num_ctx cannot change its context
+        self._can_think: bool | None = None  # from the model's capabilities; None: unknown
 
     async def open(self) -> None:
-        """Record the server version and the model's digest; fail early if the model is absent
-        or cannot think while `think` asks for it."""
+        """Record the server version, the model's digest and capabilities; fail early if the
+        model is absent, or cannot think while `think` asks for it."""
         self._server_version = await self._api.version()
-        self._digest = self._find_digest(await self._api.models())
-        if self._config.think in (None, False):
+        entry = self._find_model(await self._api.models())
+        self._digest = entry.digest
+        facts = await self._api.show(self._config.model)
+        self._fixed_context = is_mlx(entry.format or facts.format)
+        if facts.capabilities is not None:  # absent: a server too old to say
+            self._can_think = "thinking" in facts.capabilities
+        think = self._config.think
+        if think in (None, False):
             return
-        show = await self._api.show(self._config.model)
-        capabilities = show.get("capabilities") if isinstance(show, dict) else None
-        if isinstance(capabilities, list) and "thinking" not in capabilities:  # absent: too old
+        if self._can_think is False:
             raise self._api.error(self._no_thinking())
+        if think == "max" and not knows_think_max(self._server_version):
+            raise self._api.error(
+                f'Ollama {self._server_version} does not know "think": "max" (Ollama 0.22.0 '
+                'added it): upgrade Ollama, or set "think" to "high"'
+            )
 
     def target_info(self) -> TargetInfo:
         details: dict[str, object] = {
@@ -94,19 +155,27 @@ class OllamaAdapter:
         }
         if self._config.think is not None:
             details["think"] = self._config.think
+        protection = self._overflow_protection()
+        if protection is not None:
+            details["overflowProtection"] = protection
         return TargetInfo(adapter="ollama", model=self._config.model, details=details)
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
         answer = await self._api.chat(self.request_body(messages))
         message = answer.get("message") if isinstance(answer, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(message, dict) or not isinstance(content, str):
+        if not isinstance(answer, dict) or not isinstance(message, dict):
+            raise self._api.error(f'Ollama\'s answer to /api/chat has no "message": {WRONG_URL}')
+        if not isinstance(content, str):
             raise self._api.error(
-                f'Ollama\'s answer to /api/chat has no "message.content" string: {WRONG_URL}'
+                f'Ollama\'s answer to /api/chat has no "message.content" string (it is '
+                f"{json_kind(content)}): {WRONG_URL}"
             )
-        cut = self._growth.check(context, len(messages), answer.get("prompt_eval_count"))
-        if cut is not None:
-            raise self._api.error(f"{cut}. {self._overflow_fix()}")
+        if counts_whole_prompt(self._server_version):
+            tokens, kept = answer.get("prompt_eval_count"), self._kept_answer_tokens(answer)
+            cut = self._growth.check(context, len(messages), tokens, kept)
+            if cut is not None:
+                raise self._api.error(f"{cut}. {self._overflow_fix()}")
         return Completion(content, _metadata(answer, message))
 
     async def aclose(self) -> None:
@@ -118,21 +187,51 @@ class OllamaAdapter:
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "stream": False,
             "options": self._options,
-            "keep_alive": KEEP_ALIVE,
-            "truncate": False,  # overflow → HTTP 400, not silently dropped messages (v0.12.4+)
+            "keep_alive": KEEP_ALIVE,  # overrides the server's OLLAMA_KEEP_ALIVE
+            "truncate": False,  # overflow → HTTP 400, not silently dropped messages (v0.12.6+)
             "shift": False,
         }
         if self._config.think is not None:  # omitted, a thinking model thinks
             body["think"] = self._config.think
         return body
 
-    def _find_digest(self, models: list[Mapping[str, Any]]) -> str | None:
+    def _kept_answer_tokens(self, answer: Mapping[str, Any]) -> object:
+        """The answer's generated tokens when the next prompt holds them all again, or None:
+        thinking tokens are counted in eval_count but never kept in the conversation."""
+        message = answer["message"]
+        thinks = self._config.think not in (None, False) or (
+            self._config.think is None and self._can_think is not False
+        )
+        if thinks or message.get("thinking") or "</think>" in message["content"]:
+            return None
+        return answer.get("eval_count")
+
+    def _overflow_protection(self) -> str | None:
+        """How the run is protected from silently dropped messages, when it is less than
+        `truncate: false` backed by the prompt-token check; None when it is not."""
+        version = self._server_version
+        if version is None:  # not opened
+            return None
+        if not counts_whole_prompt(version):
+            return (
+                f"truncate:false only (Ollama {version} counts only newly evaluated prompt "
+                "tokens, so the prompt-token check is off)"
+            )
+        if not honours_truncate(version):
+            return (
+                f"token check only (Ollama {version} ignores truncate:false: upgrade to "
+                "0.12.6 or later)"
+            )
+        return None
+
+    def _find_model(self, models: list[ModelEntry]) -> ModelEntry:
         entry = find_model(models, self._config.model)
         if entry is None:
-            present = ", ".join(str(m.get("name")) for m in models) or "none"
+            shown = [model.shown_name for model in models[:SHOWN_MODELS]]
+            more = f", and {len(models) - SHOWN_MODELS} more" if len(models) > SHOWN_MODELS else ""
+            present = ", ".join(shown) + more if shown else "none"
             raise self._api.error(f"{self._missing_model()} (models present: {present})")
-        digest = entry.get("digest")
-        return digest if isinstance(digest, str) else None
+        return entry
 
     def _explain(self, status: int, text: str) -> str | None:
         model = self._config.model
@@ -141,9 +240,11 @@ class OllamaAdapter:
         if status == 400 and "does not support thinking" in text:
             return self._no_thinking()
         if status == 400 and "think" in text and ("invalid" in text or "must be" in text):
+            return f'Ollama rejected the "think" setting ({text}): set it to {THINK_VALUES}'
+        if "must be of type" in text or "must be of an array" in text:
             return (
-                f'Ollama rejected the "think" setting ({text}): set it to true, false, "low", '
-                '"medium" or "high"'
+                f"Ollama rejected an option (HTTP {status}: {text}): give it that type in the "
+                'adapter\'s "options" (a number without quotes, "stop" as an array of strings)'
             )
         overflow = overflow_message(text, self._overflow_fix())
         if overflow is not None:
@@ -174,6 +275,12 @@ class OllamaAdapter:
         )
 
     def _overflow_fix(self) -> str:
+        if self._fixed_context:
+            return (
+                f'Model "{self._config.model}" runs on MLX, whose context is fixed: "num_ctx" '
+                "cannot raise it. Shorten the scenario (fewer or shorter turns), or use a GGUF "
+                'build of the model with a larger "num_ctx"; see docs/ollama.md'
+            )
         num_ctx = self._options.get("num_ctx")
         now = f"now {num_ctx}" if num_ctx is not None else DEFAULT_NUM_CTX_NOTE
         return (
@@ -183,21 +290,73 @@ class OllamaAdapter:
 
 
 def _metadata(answer: Mapping[str, Any], message: Mapping[str, Any]) -> dict[str, object]:
+    """What the server reported about the answer, each value of the right type or left out."""
+    reason = answer.get("done_reason")
+    reported = {
+        "prompt_eval_count": _count(answer.get("prompt_eval_count")),
+        "eval_count": _count(answer.get("eval_count")),
+        "done_reason": reported_text(reason) if isinstance(reason, str) else None,
+    }
     metadata = answer_metadata(
-        answer,
-        _REPORTED,
-        cut=answer.get("done_reason") == "length",
-        thinking=message.get("thinking"),
+        reported, _REPORTED, cut=reason == "length", thinking=message.get("thinking")
     )
     for theirs, ours in (
         ("total_duration", "totalDurationMs"),
         ("load_duration", "loadDurationMs"),
     ):
-        if isinstance(answer.get(theirs), int):
-            metadata[ours] = round(answer[theirs] / 1_000_000)  # nanoseconds
+        nanoseconds = _count(answer.get(theirs))
+        if nanoseconds is not None:
+            metadata[ours] = round(nanoseconds / 1_000_000)
     return metadata
 
 
+def _count(value: object) -> int | None:
+    """A count or a duration the server reported: a non-negative integer, else None."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def option_problems(settings: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """Options of a type Ollama refuses (with HTTP 500, at the first call), found at load."""
+    options = settings.get("options")
+    if not isinstance(options, Mapping):
+        return
+    for name, wanted in OPTION_TYPES.items():
+        if name in options and options[name] is not None and not _has_type(options[name], wanted):
+            yield (
+                f"/options/{name}",
+                f'Ollama requires option "{name}" to be {_article(wanted)} {wanted}, not '
+                f"{json_kind(options[name])}; write it without quotes, e.g. "
+                f"{_EXAMPLES[wanted]}",
+            )
+
+
+def _has_type(value: object, wanted: str) -> bool:
+    if wanted == "boolean":
+        return isinstance(value, bool)
+    if wanted == "array of strings":
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _article(wanted: str) -> str:
+    return "an" if wanted[0] in "aeiou" else "a"
+
+
+_EXAMPLES = {
+    "integer": '"num_ctx": 8192',
+    "number": '"temperature": 0.2',
+    "boolean": '"use_mmap": true',
+    "array of strings": '"stop": ["###"]',
+}
+
+
+def _problems(settings: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    yield from base_url_problems(settings)
+    yield from option_problems(settings)
+
+
 ADAPTER_TYPE = AdapterType(
-    parse=parse_config, create=OllamaAdapter, problems=base_url_problems, retarget=retarget_http
+    parse=parse_config, create=OllamaAdapter, problems=_problems, retarget=retarget_http
 )

@@ -2,12 +2,18 @@
 the models present (with their digests), a model's capabilities, chat, and pulls with progress.
 The adapter (adapters/ollama.py), the managed server (server.py) and `ruledrift pull` all use it,
 on the adapters' transport, so every failure is an AdapterError in the same words.
+
+What a server sends is parsed defensively: a field of the wrong type is dropped (or the answer
+is an AdapterError), never a crash, and every name, digest and version that can reach a report
+is a short string with its lone surrogates repaired (`reported_text`). The version facts below
+were read from Ollama's source (see tests/support/ollama_fake/CONTRACT.md).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +27,7 @@ from ruledrift.adapters.transport import (
 )
 from ruledrift.errors import AdapterError
 from ruledrift.ollama.names import full_model_name
+from ruledrift.text import cut_text, json_kind, repair_surrogates
 
 MANAGEMENT_TIMEOUT_MS = 30_000  # listing, showing and starting a pull
 PULL_IDLE_TIMEOUT_S = 300.0  # silence allowed between two progress lines (a big digest check)
@@ -29,6 +36,15 @@ WRONG_URL = (
     "/api or /v1"
 )
 NOT_RUNNING = "is `ollama serve` running? (or use `ruledrift run --start-ollama`)"
+REPORTED_CHARS = 200  # a name, digest, version or status from the server, as reports show it
+ERROR_CHARS = 500  # an error a server reported in a pull's progress stream
+
+# What changed between Ollama releases, as read from its source.
+TRUNCATE_SINCE = (0, 12, 6)  # `truncate`/`shift` honoured (6544e1473); older servers ignore them
+THINK_MAX_SINCE = (0, 22, 0)  # `"think": "max"` accepted (c2ebb4d57); older: 400
+NEW_TOKENS_ONLY = (0, 30, 0)  # prompt_eval_count = newly evaluated tokens; 0.30.1 counts them all
+MLX_FORMATS = frozenset({"safetensors", "mlx"})  # details.format of a model run by MLX
+_RELEASE = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
 
 
 @dataclass(frozen=True)
@@ -42,6 +58,68 @@ class PullProgress:
 
 
 OnProgress = Callable[[PullProgress], None]
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model of `GET /api/tags`, keeping only what has the right type."""
+
+    names: tuple[str, ...]  # its `name` and `model`, as sent (matched as Ollama matches them)
+    digest: str | None = None  # sha256 of the manifest: the model build's identity
+    format: str | None = None  # details.format: "gguf", or "safetensors" for an MLX model
+
+    @property
+    def shown_name(self) -> str:
+        return reported_text(self.names[0]) if self.names else "(a model without a name)"
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What `POST /api/show` says about a model, keeping only what has the right type."""
+
+    capabilities: frozenset[str] | None = None  # None: the server does not say (too old)
+    format: str | None = None  # details.format, as in ModelEntry
+
+
+def reported_text(value: str, limit: int = REPORTED_CHARS) -> str:
+    """A string a server sent, fit for a report: lone surrogates repaired, at most `limit`
+    characters."""
+    return cut_text(repair_surrogates(value), limit)
+
+
+def _text(value: object, limit: int = REPORTED_CHARS) -> str | None:
+    return reported_text(value, limit) if isinstance(value, str) else None
+
+
+def release(version: str | None) -> tuple[int, int, int] | None:
+    """`0.12.6` → (0, 12, 6); a pre-release (`0.30.0-rc5`) is its release. None when unknown,
+    as for a build from source, which says 0.0.0."""
+    match = _RELEASE.match(version or "")
+    found = (int(match[1]), int(match[2]), int(match[3])) if match else None
+    return found if found != (0, 0, 0) else None
+
+
+def honours_truncate(version: str | None) -> bool:
+    """Whether `truncate: false` turns overflow into an error (False when unknown)."""
+    found = release(version)
+    return found is not None and found >= TRUNCATE_SINCE
+
+
+def counts_whole_prompt(version: str | None) -> bool:
+    """Whether `prompt_eval_count` counts the whole prompt, cached tokens included: on every
+    release but 0.30.0 (and its release candidates), which counted only new tokens."""
+    return release(version) != NEW_TOKENS_ONLY
+
+
+def knows_think_max(version: str | None) -> bool:
+    """Whether the server accepts `"think": "max"` (True when the version is unknown)."""
+    found = release(version)
+    return found is None or found >= THINK_MAX_SINCE
+
+
+def is_mlx(model_format: str | None) -> bool:
+    """Whether a model runs on MLX: a fixed context, never truncated, deaf to `num_ctx`."""
+    return model_format in MLX_FORMATS
 
 
 class OllamaAPI:
@@ -77,28 +155,42 @@ class OllamaAPI:
         return await self.http.status("/api/version", timeout_s)
 
     async def version(self) -> str:
+        """The server's version (`GET /api/version`), as a report may show it."""
         answer = await self.http.get("/api/version")
-        if not isinstance(answer, dict) or not isinstance(answer.get("version"), str):
+        version = _text(answer.get("version")) if isinstance(answer, dict) else None
+        if version is None:
             raise self.error(f"GET /api/version gave no version: {WRONG_URL}")
-        return str(answer["version"])
+        return version
 
-    async def models(self) -> list[Mapping[str, Any]]:
-        """The models present (`GET /api/tags`)."""
+    async def models(self) -> list[ModelEntry]:
+        """The models present (`GET /api/tags`); entries that are not objects are dropped."""
         answer = await self.http.get("/api/tags", doing="list its models")
         models = answer.get("models") if isinstance(answer, dict) else None
         if not isinstance(models, list):
             raise self.error(f"GET /api/tags gave no model list: {WRONG_URL}")
-        return [model for model in models if isinstance(model, dict)]
+        return [_model_entry(model) for model in models if isinstance(model, dict)]
 
-    async def find_model(self, model: str) -> Mapping[str, Any] | None:
+    async def find_model(self, model: str) -> ModelEntry | None:
         """The entry of `model` in the model list, names compared as Ollama compares them."""
         return find_model(await self.models(), model)
 
     async def has_model(self, model: str) -> bool:
         return await self.find_model(model) is not None
 
-    async def show(self, model: str) -> Any:
-        return await self.http.post("/api/show", {"model": model})
+    async def show(self, model: str) -> ModelFacts:
+        """A model's capabilities and format (`POST /api/show`); fields of the wrong type are
+        dropped."""
+        answer = await self.http.post("/api/show", {"model": model})
+        if not isinstance(answer, dict):
+            return ModelFacts()
+        capabilities = answer.get("capabilities")
+        details = answer.get("details")
+        return ModelFacts(
+            capabilities=frozenset(c for c in capabilities if isinstance(c, str))
+            if isinstance(capabilities, list)
+            else None,
+            format=_text(details.get("format")) if isinstance(details, dict) else None,
+        )
 
     async def chat(self, body: Mapping[str, object]) -> Any:
         return await self.http.post("/api/chat", body)
@@ -128,14 +220,22 @@ class OllamaAPI:
         return True
 
 
-def find_model(models: list[Mapping[str, Any]], model: str) -> Mapping[str, Any] | None:
+def find_model(models: Sequence[ModelEntry], model: str) -> ModelEntry | None:
     """`qwen3` is `qwen3:latest`, `qwen3:1.7b` is `registry.ollama.ai/library/qwen3:1.7b`."""
     wanted = full_model_name(model)
     for entry in models:
-        names = (entry.get("name"), entry.get("model"))
-        if any(isinstance(name, str) and full_model_name(name) == wanted for name in names):
+        if any(full_model_name(name) == wanted for name in entry.names):
             return entry
     return None
+
+
+def _model_entry(model: Mapping[str, Any]) -> ModelEntry:
+    details = model.get("details")
+    return ModelEntry(
+        names=tuple(n for n in (model.get("name"), model.get("model")) if isinstance(n, str)),
+        digest=_text(model.get("digest")),
+        format=_text(details.get("format")) if isinstance(details, dict) else None,
+    )
 
 
 # --- one-call helpers (each opens and closes its own client) ------------------------------------
@@ -171,10 +271,12 @@ def _progress(line: str, failed: str, on_progress: OnProgress) -> PullProgress:
     if not isinstance(data, dict):
         raise AdapterError(f"{failed}: a progress line is not a JSON object: {line[:80]!r}")
     if "error" in data:
-        raise AdapterError(f"{failed}: {data['error']}")
+        error = data["error"]
+        said = _text(error, ERROR_CHARS) or f"an error that is not text ({json_kind(error)})"
+        raise AdapterError(f"{failed}: {said}")
     event = PullProgress(
-        status=str(data.get("status", "")),
-        digest=data["digest"] if isinstance(data.get("digest"), str) else None,
+        status=_text(data.get("status")) or "",
+        digest=_text(data.get("digest")),
         total=_count(data.get("total")),
         completed=_count(data.get("completed")),
     )
@@ -183,4 +285,7 @@ def _progress(line: str, failed: str, on_progress: OnProgress) -> PullProgress:
 
 
 def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A byte count: an integer from 0 to Go's largest (an int64), else None."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        return None
+    return value

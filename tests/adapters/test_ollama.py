@@ -1,4 +1,4 @@
-"""The Ollama adapter over real HTTP against the loopback fake (tests/ollama_fake)."""
+"""The Ollama adapter over real HTTP against the loopback fake (tests/support/ollama_fake)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pytest
 
@@ -17,11 +17,19 @@ from ruledrift.adapters.base import Adapter, AdapterError, CallContext, Completi
 from ruledrift.adapters.ollama import KEEP_ALIVE, OllamaAdapter, OllamaAdapterConfig
 from ruledrift.adapters.transport import Retry
 from ruledrift.config import load_suite
+from ruledrift.errors import ConfigError
 from ruledrift.model import Message, RunResult
 from ruledrift.regex_workers import RegexEvaluator
 from ruledrift.runner import run_suite
 from ruledrift.system_message import system_message
-from tests.support.ollama_fake import RUNNER_STOPPED, FakeModel, FakeOllama, Fault, free_port
+from tests.support.ollama_fake import (
+    RUNNER_STOPPED,
+    FakeModel,
+    FakeOllama,
+    Fault,
+    count_prompt,
+    free_port,
+)
 from tests.support.ollama_fake.server import Messages
 from tests.support.openai_fake import FakeOpenAI
 from tests.support.suites import base_suite, write_suite
@@ -105,7 +113,7 @@ def test_request_body_is_exactly_what_ollama_needs() -> None:
     assert server.loads == [("llama3.2:1b", 2048)]  # constant load-time options: one load
 
 
-@pytest.mark.parametrize("think", [True, False, "high"])
+@pytest.mark.parametrize("think", [True, False, "high", "max"])
 def test_think_is_sent_only_when_set(think: bool | str) -> None:
     with FakeOllama() as server:
         complete(adapter(server.base_url, model="qwen3:1.7b", think=think), (MESSAGES, TURN))
@@ -160,6 +168,96 @@ def test_open_records_version_and_digest_for_the_report() -> None:
         "think": "low",
     }
     assert requested == [("GET", "/api/version"), ("GET", "/api/tags"), ("POST", "/api/show")]
+
+
+@pytest.mark.parametrize(
+    ("version", "protection"),
+    [
+        ("0.12.5", "token check only (Ollama 0.12.5 ignores truncate:false: upgrade to 0.12.6"),
+        ("0.12.4", "token check only (Ollama 0.12.4 ignores truncate:false"),
+        ("0.9.6", "token check only (Ollama 0.9.6 ignores truncate:false"),
+        ("0.0.0", "token check only (Ollama 0.0.0 ignores truncate:false"),  # built from source
+        ("0.30.0", "truncate:false only (Ollama 0.30.0 counts only newly evaluated prompt"),
+        ("0.30.0-rc7", "truncate:false only (Ollama 0.30.0-rc7 counts only newly evaluated"),
+        ("0.12.6", None),
+        ("0.12.6-rc0", None),
+        ("0.30.1", None),
+        ("0.34.2", None),
+    ],
+)
+def test_the_report_says_what_protects_the_run_from_overflow(
+    version: str, protection: str | None
+) -> None:
+    with FakeOllama(version=version) as server:
+        target = adapter(server.base_url)
+        using(target, lambda a: a.open())
+    details = target.target_info().details
+    if protection is None:
+        assert "overflowProtection" not in details
+    else:
+        assert str(details["overflowProtection"]).startswith(protection)
+
+
+def test_hostile_names_and_digests_reach_the_report_short_and_encodable() -> None:
+    hostile = "\ud83d" + "x" * 5000  # a lone surrogate, then far too long
+    tags = {
+        "models": [
+            7,
+            {"name": 3, "model": ["x"], "digest": {"a": 1}},
+            {"name": "llama3.2:1b", "digest": hostile, "details": "gguf"},
+        ]
+    }
+    with FakeOllama() as server:
+        server.add_fault(
+            Fault("json", path="/api/version", body={"version": hostile}),
+            Fault("json", path="/api/tags", body=tags),
+            Fault("json", path="/api/show", body={"capabilities": "all", "details": [1]}),
+        )
+        target = adapter(server.base_url)
+        using(target, lambda a: a.open())
+    details = target.target_info().details
+    for key in ("serverVersion", "modelDigest"):
+        value = str(details[key])
+        assert len(value) <= 200
+        assert value.startswith("\ufffdxxx")
+        value.encode("utf-8")  # no lone surrogate left
+
+
+def test_a_missing_model_names_a_few_of_the_models_present_briefly() -> None:
+    names = ["\ud83d" + "m" * 1000, *(f"model-{n}:1b" for n in range(30))]
+    tags = {"models": [{"name": name} for name in names] + [{"name": None}, {}]}
+    with FakeOllama() as server:
+        server.add_fault(Fault("json", path="/api/tags", body=tags))
+        message = failure(adapter(server.base_url), "open")
+    listed = message.split("(models present: ", 1)[1]
+    assert listed.startswith("\ufffd" + "m" * 198 + "…, model-0:1b")
+    assert "model-8:1b, and 23 more)" in listed
+    assert len(message) < 1000
+
+
+def test_hostile_chat_answers_leave_out_what_has_the_wrong_type() -> None:
+    answer = {
+        "message": {"content": "ok", "thinking": 5},
+        "prompt_eval_count": "12",
+        "eval_count": True,
+        "done_reason": {"x": 1},
+        "total_duration": -5,
+        "load_duration": 3_000_000,
+    }
+    with FakeOllama() as server:
+        server.add_fault(Fault("json", body=answer))
+        clean = complete(adapter(server.base_url), (MESSAGES, TURN))
+        server.add_fault(Fault("json", body={**answer, "done_reason": "x" * 5000}))
+        long = complete(adapter(server.base_url), (MESSAGES, TURN))
+        server.add_fault(Fault("json", body={"message": ["content"]}))
+        no_message = failure(adapter(server.base_url))
+        server.add_fault(Fault("json", body={"message": {"content": None}}))
+        no_content = failure(adapter(server.base_url))
+    assert clean.content == "ok"
+    assert clean.metadata == {"loadDurationMs": 3}
+    assert long.metadata["doneReason"] == "x" * 199 + "…"
+    assert no_message.startswith('Ollama\'s answer to /api/chat has no "message"')
+    assert 'has no "message.content" string (it is null)' in no_content
 
 
 def test_a_model_named_without_tag_is_found_as_latest() -> None:
@@ -237,7 +335,7 @@ def test_silent_truncation_makes_later_probes_errors_not_failures(tmp_path: Path
     def leaks_once_the_rule_is_gone(messages: Messages) -> str:
         return "It is hunter2." if messages[1]["content"] != "background turn number 1" else "No."
 
-    with FakeOllama(answer=leaks_once_the_rule_is_gone, num_ctx=90, honor_truncate=False) as fake:
+    with FakeOllama(answer=leaks_once_the_rule_is_gone, num_ctx=90, version="0.12.5") as fake:
         path = suite_file(tmp_path, fake.base_url, 6, [("early", 1), ("late", 6)])
         result = run(path)
     early, late = result.probes
@@ -247,6 +345,107 @@ def test_silent_truncation_makes_later_probes_errors_not_failures(tmp_path: Path
     assert "dropped messages" in late.error
     assert '"num_ctx"' in late.error
     assert "server's default" in late.error
+
+
+ANSWER = " ".join(f"w{n}" for n in range(30))  # 30 tokens for the fake
+
+
+def long_answer(messages: Messages) -> str:
+    return ANSWER
+
+
+def notes_suite(tmp_path: Path, base_url: str, model: str = "llama3.2:1b") -> Path:
+    """A long first turn, three short ones, a probe at turn 1 and one at turn 4."""
+    path = suite_file(tmp_path, base_url, 4, [("early", 1), ("late", 4)])
+    data = json.loads(path.read_text())
+    data["adapter"]["model"] = model
+    data["scenarios"][0]["turns"] = [
+        "Please keep these notes: " + " ".join(f"note{n}" for n in range(20)),
+        *(f"short turn {n}" for n in (2, 3, 4)),
+    ]
+    return write_suite(tmp_path, data)
+
+
+def turn_messages(path: Path, turns: int, answer: str = ANSWER) -> list[dict[str, str]]:
+    """What the runner sends for turn `turns` of notes_suite."""
+    suite = load_suite(path)
+    messages = [{"role": "system", "content": system_message(suite)}]
+    for n, text in enumerate(suite.scenarios[0].turns[:turns], start=1):
+        if n > 1:
+            messages.append({"role": "assistant", "content": answer})
+        messages.append({"role": "user", "content": text})
+    return messages
+
+
+def test_a_drop_that_still_grows_the_prompt_is_caught(tmp_path: Path) -> None:
+    """Ollama drops whole messages from the front until the prompt fits, so the cut prompt can be
+    larger than the last turn's: here the 29-token first message goes, while turn 4 adds 41."""
+    path = notes_suite(tmp_path, "http://127.0.0.1:1")
+    third = count_prompt(turn_messages(path, 3))
+    fourth = turn_messages(path, 4)
+    assert count_prompt(fourth) == third + 41
+    num_ctx = third + 21
+    kept = fourth[:1] + fourth[2:]  # the first user message dropped: it fits
+    assert third < count_prompt(kept) == third + 12 <= num_ctx
+    with FakeOllama(answer=long_answer, num_ctx=num_ctx, version="0.12.5") as fake:
+        result = run(notes_suite(tmp_path, fake.base_url))
+    early, late = result.probes
+    assert early.status == "passed"
+    assert late.status == "error"
+    assert late.error is not None
+    assert late.error.startswith("background turn 4 failed: the server dropped messages")
+    assert f"turn 4 sent 8 messages, but its prompt used {third + 12} tokens" in late.error
+    assert f"it must hold again from turn 3 (a prompt of {third} tokens" in late.error
+    assert "an answer of 30 tokens" in late.error
+
+
+def test_thinking_is_not_kept_so_it_never_raises_a_false_alarm(tmp_path: Path) -> None:
+    def long_thoughts(messages: Messages) -> str:
+        return " ".join(f"thought{n}" for n in range(200))
+
+    with FakeOllama(answer=long_answer, thinking=long_thoughts) as fake:
+        path = notes_suite(tmp_path, fake.base_url, model="qwen3:1.7b")
+        result = run(path)
+        assert all(chat["model"] == "qwen3:1.7b" for chat in fake.chats())
+    assert result.status == "passed", [p.error for p in result.probes]
+    assert result.probes[1].response is not None
+    assert cast(int, result.probes[1].response.metadata["thinkingChars"]) > 1000
+
+
+def test_ollama_0_30_0_counts_new_tokens_only_and_raises_no_false_alarm(tmp_path: Path) -> None:
+    with FakeOllama(answer=long_answer, version="0.30.0") as fake:
+        path = notes_suite(tmp_path, fake.base_url)
+        target = OllamaAdapter(cast_config(path), retry=FAST)
+        result = run(path, target)
+    assert result.status == "passed", [p.error for p in result.probes]
+    late = result.probes[1].response
+    assert late is not None
+    assert cast(int, late.metadata["promptEvalCount"]) < count_prompt(turn_messages(path, 4)) / 2
+    protection = str(target.target_info().details["overflowProtection"])
+    assert protection.startswith("truncate:false only (Ollama 0.30.0 counts only newly")
+
+
+def cast_config(path: Path) -> OllamaAdapterConfig:
+    config = load_suite(path).adapter
+    assert isinstance(config, OllamaAdapterConfig)
+    return config
+
+
+def test_an_mlx_model_is_not_told_to_raise_num_ctx(tmp_path: Path) -> None:
+    mlx = FakeModel("gemma3:4b-mlx", format="safetensors", context_length=120)
+    with FakeOllama([mlx], answer=long_answer) as fake:
+        path = notes_suite(tmp_path, fake.base_url, model="gemma3:4b-mlx")
+        data = json.loads(path.read_text())
+        data["adapter"]["options"] = {"num_ctx": 8192}  # MLX: ignored
+        result = run(write_suite(tmp_path, data))
+        loads = fake.loads
+    late = result.probes[1]
+    assert late.status == "error"
+    assert late.error is not None
+    assert "exceeds the model's maximum context length (120 tokens)" in late.error
+    assert 'Model "gemma3:4b-mlx" runs on MLX, whose context is fixed' in late.error
+    assert "Raise" not in late.error
+    assert loads == [("gemma3:4b-mlx", 120)]
 
 
 def test_truncate_false_overflow_names_num_ctx(tmp_path: Path) -> None:
@@ -290,17 +489,83 @@ def test_unknown_model() -> None:
     assert "models present: qwen3:1.7b, llama3.2:1b" in at_open
 
 
-def test_thinking_not_supported() -> None:
+@pytest.mark.parametrize("think", [True, "max"])
+def test_thinking_not_supported(think: bool | str) -> None:
     with FakeOllama() as server:
-        at_open = failure(adapter(server.base_url, think=True), "open")
-        at_call = failure(adapter(server.base_url, think=True))
-        bad_value = failure(adapter(server.base_url, model="qwen3:1.7b", think="max"))
+        at_open = failure(adapter(server.base_url, think=think), "open")
+        at_call = failure(adapter(server.base_url, think=think))
         attempts = len(server.chats())
     for message in (at_open, at_call):
         assert 'model "llama3.2:1b" does not support thinking' in message
         assert '"think": false' in message
-    assert 'rejected the "think" setting' in bad_value
-    assert attempts == 2  # 4xx: never retried
+    assert attempts == 1  # 4xx: never retried
+
+
+def test_think_max_needs_ollama_0_22() -> None:
+    with FakeOllama(version="0.21.2") as server:
+        at_open = failure(adapter(server.base_url, model="qwen3:1.7b", think="max"), "open")
+        at_call = failure(adapter(server.base_url, model="qwen3:1.7b", think="max"))
+        attempts = len(server.chats())
+        server.version = "0.22.0"
+        target = adapter(server.base_url, model="qwen3:1.7b", think="max")
+        answer = using(target, lambda a: _open_and_complete(a))
+    assert at_open.startswith('Ollama 0.21.2 does not know "think": "max"')
+    assert "upgrade Ollama" in at_open
+    assert '"high"' in at_open
+    assert attempts == 1  # refused at open, before any chat
+    assert at_call.startswith('Ollama rejected the "think" setting (invalid think value: "max"')
+    assert '"max" (Ollama 0.22.0+)' in at_call
+    assert answer.content == "You said: Hello there"
+
+
+async def _open_and_complete(target: OllamaAdapter) -> Completion:
+    await target.open()
+    return await target.complete(MESSAGES, TURN)
+
+
+def test_an_option_of_the_wrong_type_is_named_not_blamed_on_memory() -> None:
+    with FakeOllama() as server:
+        message = failure(adapter(server.base_url, options={"num_ctx": "8192"}))
+        attempts = len(server.chats())
+    assert message.startswith(
+        'Ollama rejected an option (HTTP 500: option "num_ctx" must be of type integer)'
+    )
+    assert "a number without quotes" in message
+    assert "out of memory" not in message
+    assert attempts == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "pointer", "said"),
+    [
+        ({"num_ctx": "8192"}, "/adapter/options/num_ctx", "to be an integer, not a string"),
+        ({"temperature": "0.2"}, "/adapter/options/temperature", "to be a number, not a string"),
+        ({"stop": "###"}, "/adapter/options/stop", "to be an array of strings, not a string"),
+        ({"stop": ["###", 3]}, "/adapter/options/stop", "array of strings, not an array"),
+        ({"use_mmap": 1}, "/adapter/options/use_mmap", "to be a boolean, not an integer"),
+        ({"seed": True}, "/adapter/options/seed", "to be an integer, not a boolean"),
+    ],
+)
+def test_options_of_the_wrong_type_are_refused_at_load(
+    tmp_path: Path, options: dict[str, object], pointer: str, said: str
+) -> None:
+    data = base_suite()
+    data["adapter"] = {"type": "ollama", "model": "m", "options": options}
+    with pytest.raises(ConfigError) as raised:
+        load_suite(write_suite(tmp_path, data))
+    (issue,) = raised.value.issues
+    assert issue.pointer == pointer
+    assert said in issue.message
+
+
+def test_options_ollama_accepts_load(tmp_path: Path) -> None:
+    data = base_suite()
+    options: dict[str, object] = {"num_ctx": 8192, "temperature": 0, "seed": None, "stop": []}
+    options["unknown"] = "ignored"
+    data["adapter"] = {"type": "ollama", "model": "m", "options": options}
+    config = load_suite(write_suite(tmp_path, data)).adapter
+    assert isinstance(config, OllamaAdapterConfig)
+    assert config.options == options
 
 
 def test_timeout_names_the_limit() -> None:
@@ -382,9 +647,9 @@ def test_json_of_another_shape() -> None:
     with FakeOpenAI() as other:
         other.script += [(200, {"choices": []}), (200, {"models": "?"})]
         base = other.base_url.removesuffix("/v1")
-        no_content = failure(adapter(base))
+        no_message = failure(adapter(base))
         no_list = failure(adapter(base), "open")
-    assert 'has no "message.content" string' in no_content
+    assert 'has no "message"' in no_message
     assert "GET /api/version gave no version" in no_list
 
 
