@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
 import signal
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,15 +27,15 @@ from ruledrift.adapters.ollama import OllamaAdapterConfig
 from ruledrift.adapters.registry import adapter_type, create_adapter
 from ruledrift.adapters.transport import url_problem
 from ruledrift.config import load_suite
-from ruledrift.errors import AdapterError, ExitCode, UsageError
-from ruledrift.model import AdapterConfig, RunResult, Scenario, Suite
+from ruledrift.errors import AdapterError, ExitCode, ReportError, UsageError
+from ruledrift.model import AdapterConfig, RunResult, Scenario, Suite, TargetInfo
 from ruledrift.ollama.api import PullProgress, ensure_model
 from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_models_dir
 from ruledrift.regex_workers import RegexEvaluator
-from ruledrift.reports.files import write_atomic
+from ruledrift.reports.files import report_path_problem, report_target, shown, write_atomic
 from ruledrift.reports.json_report import render_json
 from ruledrift.reports.junit import render_junit
-from ruledrift.runner import Events, run_suite
+from ruledrift.runner import Events, not_run, run_suite
 
 __all__ = [
     "REPORTERS",
@@ -149,6 +149,7 @@ class RunOutcome:
     result: RunResult
     exit_code: ExitCode
     reports_written: dict[str, Path]
+    reports_failed: dict[str, str] = field(default_factory=dict)  # name → why it was not written
 
 
 class RunObserver(Events, Protocol):
@@ -195,14 +196,15 @@ class SilentObserver:
 # --- the exit code ---------------------------------------------------------------------------
 
 
-def exit_code(result: RunResult) -> ExitCode:
+def exit_code(result: RunResult, *, reports_failed: bool = False) -> ExitCode:
     """The one map from a finished run to an exit code: interrupted 130, then error 3 (the
-    verdict is incomplete), failed 1, passed 0."""
+    verdict is incomplete), failed 1, then 5 when every probe passed but a report could not be
+    written (a CI step must not pass without the report it asked for), passed 0."""
     if result.interrupted:
         return ExitCode.INTERRUPTED
-    return {"passed": ExitCode.PASSED, "failed": ExitCode.FAILED, "error": ExitCode.RUN_ERROR}[
-        result.status
-    ]
+    if result.status == "passed":
+        return ExitCode.REPORT_ERROR if reports_failed else ExitCode.PASSED
+    return {"failed": ExitCode.FAILED, "error": ExitCode.RUN_ERROR}[result.status]
 
 
 # --- validate, run, pull ---------------------------------------------------------------------
@@ -230,13 +232,40 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
             model_calls=sum(s.model_calls for s in scenarios),
         )
     )
+    sigterm = signal.getsignal(signal.SIGTERM)
     try:
         result = asyncio.run(_execute(suite, config, request, scenarios, observer))
     finally:
         observer.run_stopped()
+        _restore_sigterm(sigterm)
+    written, failed = write_reports(result, reports, request.include_responses)
+    code = exit_code(result, reports_failed=bool(failed))
+    return RunOutcome(request, result, code, written, failed)
+
+
+def write_reports(
+    result: RunResult, reports: dict[str, Path], include_responses: bool
+) -> tuple[dict[str, Path], dict[str, str]]:
+    """Write every report that can be written: the paths written, and for each report that
+    could not be (disk full, a folder gone since the check), why. Never raises ReportError:
+    the verdict is known and must reach the front-end."""
+    written: dict[str, Path] = {}
+    failed: dict[str, str] = {}
     for name, path in reports.items():
-        write_atomic(path, REPORTERS[name](result, include_responses=request.include_responses))
-    return RunOutcome(request, result, exit_code(result), reports)
+        try:
+            write_atomic(path, REPORTERS[name](result, include_responses=include_responses))
+        except ReportError as error:
+            failed[name] = str(error)
+        else:
+            written[name] = path
+    return written, failed
+
+
+def _restore_sigterm(handler: object) -> None:
+    """asyncio leaves SIGTERM at its default when the loop closes: put back the front-end's
+    handler, so a SIGTERM while the reports are written is still an interruption."""
+    if threading.current_thread() is threading.main_thread() and handler is not None:
+        signal.signal(signal.SIGTERM, handler)  # type: ignore[arg-type]
 
 
 def pull(request: PullRequest, observer: RunObserver | None = None) -> PullOutcome:
@@ -279,7 +308,11 @@ async def _run_adapter(
 ) -> RunResult:
     regex = RegexEvaluator()
     try:
-        await adapter.open()
+        try:
+            await adapter.open()
+        except AdapterError as cause:  # the preflight: no call was made
+            observer.warning(f"the target could not start: {cause}")
+            return not_run(suite, scenarios, adapter.target_info(), cause)
         return await run_suite(
             suite, adapter, regex, concurrency=concurrency, scenarios=scenarios, events=observer
         )
@@ -328,25 +361,17 @@ def target_config(config: AdapterConfig, overrides: TargetOverrides) -> AdapterC
 
 
 def check_reports(reports: dict[str, Path], config: Path) -> None:
-    """Before anything runs: every report path can be written, and none would overwrite the
-    suite or another report."""
-    seen: dict[Path, str] = {config.resolve(): "the suite itself"}
+    """Before anything runs: every report path can be written (a regular file or none yet, in
+    a folder that can be written), and none would overwrite the suite or another report."""
+    seen: dict[Path, str] = {report_target(config): "the suite itself"}
     for option, path in reports.items():
-        _check_report_path(option, path)
-        target = path.resolve()
+        problem = report_path_problem(path)
+        if problem:
+            raise UsageError(f"--{option} {shown(path)}: {problem}")
+        target = report_target(path)
         if target in seen:
-            raise UsageError(f"--{option} {path}: would overwrite {seen[target]}")
+            raise UsageError(f"--{option} {shown(path)}: would overwrite {seen[target]}")
         seen[target] = f"the --{option} report"
-
-
-def _check_report_path(option: str, path: Path) -> None:
-    if path.is_dir():
-        raise UsageError(f"--{option} {path}: is a directory; give a file path")
-    parent = path.absolute().parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise UsageError(f"--{option} {path}: cannot write there ({parent} is not writable)")
 
 
 async def _execute(
@@ -359,9 +384,14 @@ async def _execute(
     task = asyncio.current_task()
     if task is not None:  # SIGTERM (CI cancelling a job, docker stop) stops the run like Ctrl-C
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    async with _managed_target(config, request.target, request.concurrency, observer) as target:
-        adapter = create_adapter(target)
-        return await _run_adapter(suite, adapter, request.concurrency, scenarios, observer)
+    try:
+        managed = _managed_target(config, request.target, request.concurrency, observer)
+        async with managed as target:
+            adapter = create_adapter(target)
+            return await _run_adapter(suite, adapter, request.concurrency, scenarios, observer)
+    except AdapterError as cause:  # the managed server did not start or could not pull
+        observer.warning(f"the target could not start: {cause}")
+        return not_run(suite, scenarios, TargetInfo(config.type, config.model), cause)
 
 
 def _server_settings(overrides: TargetOverrides, concurrency: int) -> ServerSettings:

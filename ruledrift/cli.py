@@ -4,16 +4,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from ruledrift import __version__, output
-from ruledrift.errors import ConfigError, ExitCode, RuleDriftError, UsageError
-from ruledrift.text import terminal_lines
+from ruledrift.errors import ExitCode, RuleDriftError, UsageError
 
 if TYPE_CHECKING:
     from ruledrift.app import RunRequest, TargetOverrides
@@ -199,8 +201,26 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    with output.protected_streams(os.environ):
+    with output.protected_streams(os.environ), interruptible():
         return guarded(lambda: _dispatch(argv))
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """For the whole command, SIGTERM (a cancelled CI job, `docker stop`) interrupts like
+    Ctrl-C: `guarded` turns it into exit 130, and no temporary file is left behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:
@@ -218,13 +238,10 @@ def guarded(command: Callable[[], int]) -> int:
         return command()
     except _ParserExit as done:
         return done.status
-    except ConfigError as error:
-        shown = terminal_lines(str(error))
-        sys.stderr.write(f"{shown}\nerror: {len(error.issues)} problem(s) in the configuration\n")
-        return int(error.exit_code)
     except RuleDriftError as error:
-        prefix = "usage error" if isinstance(error, UsageError) else "error"
-        sys.stderr.write(f"ruledrift: {prefix}: {terminal_lines(str(error))}\n")
+        from ruledrift import console
+
+        console.show_failure(error, os.environ)
         return int(error.exit_code)
     except KeyboardInterrupt:
         sys.stderr.write("ruledrift: interrupted\n")

@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Literal, TextIO
 
 from ruledrift import app, output
+from ruledrift.errors import ConfigError, RuleDriftError, UsageError
 from ruledrift.model import ProbeResult, Scenario, Suite
 from ruledrift.ollama.api import PullProgress
 from ruledrift.reports import github, workflow_commands
+from ruledrift.reports.job_summary import append_summary
+from ruledrift.reports.not_run import render_not_run_annotations, render_not_run_summary
 from ruledrift.reports.pull_progress import PullProgressPrinter
 from ruledrift.reports.terminal import Progress, TerminalOptions, header, render_terminal
-from ruledrift.text import terminal_safe
+from ruledrift.text import terminal_lines, terminal_safe
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,8 @@ def show_outcome(
         out.write(terminal)
     for name, path in outcome.reports_written.items():
         print(f"{name} report: {terminal_safe(str(path))}", file=out)
+    for reason in outcome.reports_failed.values():
+        sys.stderr.write(f"ruledrift: error: {terminal_safe(reason)}\n")
     if on_github and display.github == "auto":
         overrides = outcome.request.target.reproduce_argv()
         github.publish(
@@ -144,3 +149,21 @@ def show_validation(config: Path, suite: Suite) -> None:
         f"{suite.probe_count} probe(s); a run makes {suite.model_calls} model call(s) "
         f"({turns} background turn(s) + {suite.probe_count} probe(s))"
     )
+
+
+def show_failure(error: RuleDriftError, environ: Mapping[str, str]) -> None:
+    """What stopped a command before or instead of a run, on stderr; on a GitHub runner also as
+    annotations (a configuration problem at its FILE:LINE:COL) and a job-summary note."""
+    if isinstance(error, ConfigError):
+        shown = terminal_lines(str(error))
+        sys.stderr.write(f"{shown}\nerror: {len(error.issues)} problem(s) in the configuration\n")
+    else:
+        prefix = "usage error" if isinstance(error, UsageError) else "error"
+        sys.stderr.write(f"ruledrift: {prefix}: {terminal_lines(str(error))}\n")
+    sys.stderr.flush()
+    if not workflow_commands.enabled(environ):
+        return
+    for line in render_not_run_annotations(error, environ.get("GITHUB_WORKSPACE")):
+        output.command(line)
+    if environ.get("GITHUB_STEP_SUMMARY"):
+        append_summary(Path(environ["GITHUB_STEP_SUMMARY"]), render_not_run_summary(error))

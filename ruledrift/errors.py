@@ -6,6 +6,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ruledrift.text import terminal_safe
+
+MAX_SHOWN_ISSUES = 100  # a configuration error prints these first; `issues` keeps every one
+
 
 class ExitCode(enum.IntEnum):
     PASSED = 0  # every probe passed
@@ -13,6 +17,7 @@ class ExitCode(enum.IntEnum):
     USAGE = 2  # usage or configuration error: nothing ran
     RUN_ERROR = 3  # a turn or probe could not be run: the verdict is incomplete
     INTERNAL = 4  # a bug in RuleDrift
+    REPORT_ERROR = 5  # every probe passed, but a report could not be written
     INTERRUPTED = 130  # Ctrl-C
 
 
@@ -30,7 +35,10 @@ class UsageError(RuleDriftError):
 
 @dataclass(frozen=True)
 class ConfigIssue:
-    """One problem in a configuration file, located by line, column and JSON pointer."""
+    """One problem in a configuration file, located by line, column and JSON pointer.
+
+    The fields are as found (a pointer is made of the suite's own keys); `str()` is always
+    exactly one line without control characters, so no key, value or path can forge a line."""
 
     file: str
     line: int
@@ -39,17 +47,29 @@ class ConfigIssue:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}: {self.pointer or '/'}: {self.message}"
+        file, pointer, message = (
+            _one_line(part) for part in (self.file, self.pointer, self.message)
+        )
+        return f"{file}:{self.line}:{self.column}: {pointer or '/'}: {message}"
+
+
+def _one_line(text: str) -> str:
+    return terminal_safe(text).replace("\t", "\\t")
 
 
 class ConfigError(RuleDriftError):
-    """Every problem found while loading a configuration (exit 2)."""
+    """Every problem found while loading a configuration (exit 2). `issues` holds them all, in
+    file order; `str()` shows the first MAX_SHOWN_ISSUES and how many more there are."""
 
     exit_code = ExitCode.USAGE
 
     def __init__(self, issues: list[ConfigIssue]) -> None:
         self.issues = sorted(issues, key=lambda i: (i.line, i.column, i.pointer, i.message))
-        super().__init__("\n".join(str(issue) for issue in self.issues))
+        shown = [str(issue) for issue in self.issues[:MAX_SHOWN_ISSUES]]
+        more = len(self.issues) - len(shown)
+        if more:
+            shown.append(f"… and {more:,} more problem(s)")
+        super().__init__("\n".join(shown))
 
 
 class AdapterError(RuleDriftError):

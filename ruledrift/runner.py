@@ -30,6 +30,7 @@ from ruledrift.model import (
     ScenarioResult,
     Status,
     Suite,
+    TargetInfo,
 )
 from ruledrift.regex_workers import RegexEvaluator
 from ruledrift.system_message import system_message
@@ -180,7 +181,7 @@ async def run_suite(
 ) -> RunResult:
     """Run `scenarios` (default: all, in config order). Never raises AdapterError: a call that
     fails becomes an errored probe. Cancellation returns the partial result (`interrupted`)."""
-    started_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    started_at = _now()
     start = time.monotonic()
     gate = asyncio.Semaphore(concurrency)
     runs = [
@@ -219,3 +220,32 @@ async def _stop(tasks: list[asyncio.Task[None]]) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def not_run(
+    suite: Suite,
+    scenarios: Sequence[Scenario],
+    target: TargetInfo,
+    cause: AdapterError,
+    *,
+    started_at: str | None = None,
+) -> RunResult:
+    """The result of a run whose target could not start (the preflight failed: server down,
+    model missing, command not found): no call was made, and every probe is an error that
+    names the cause, so the reports, annotations and summary still say what happened."""
+    reason = f"not run: the target could not start: {error_text(cause)}"
+    results = tuple(
+        ScenarioResult(
+            scenario=scenario,
+            probes=tuple(ProbeResult(probe, "error", 0, error=reason) for probe in scenario.probes),
+            model_calls=0,
+            duration_ms=0,
+            transcript=(),
+        )
+        for scenario in scenarios
+    )
+    return RunResult(suite, target, started_at or _now(), 0, results)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

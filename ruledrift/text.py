@@ -23,6 +23,7 @@ import re
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _MARKDOWN_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_DATA_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _MARKDOWN = {c: f"&#{ord(c)};" for c in "|`*_[]\\~$"} | {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _LINE_END = re.compile(r"(\r\n|\r|\n)")
@@ -70,7 +71,9 @@ def markdown_inline(text: str, limit: int) -> str:
 
 
 def escape_data(text: str) -> str:
-    """As actions/toolkit's `escapeData`: `%` first, then CR and LF."""
+    """As actions/toolkit's `escapeData`: `%` first, then CR and LF; other control characters
+    (terminal escape sequences, which GitHub's log viewer would render) shown as escapes."""
+    text = _DATA_CONTROL.sub(_visible, text)
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import AGENTS
 from tests.support.cli_process import ruledrift
 from tests.support.ollama_fake import OLLAMA_BIN, FakeOllama
 from tests.support.suites import base_suite, write_suite
@@ -172,3 +173,93 @@ def test_the_python_api_example_runs(tmp_path: Path) -> None:
     assert "an agent of your own: passed (7/7 passed)" in done.stdout
     report = json.loads((tmp_path / "python-api-report.json").read_text())
     assert report["summary"]["failed"] == 3
+
+
+# --- when the target cannot start, when a report cannot be written, SIGTERM ------------------
+
+
+def test_a_target_that_cannot_start_still_gets_its_reports(tmp_path: Path) -> None:
+    """Nothing answers at baseUrl: exit 3 as before, and now the JSON and JUnit reports exist,
+    every probe an error naming the cause (CI no longer fails on "report not found")."""
+    suite = ollama_suite(tmp_path, baseUrl="http://127.0.0.1:9")
+    report, junit = tmp_path / "r.json", tmp_path / "r.xml"
+    done = ruledrift("run", suite, "--json", report, "--junit", junit)
+    assert done.returncode == 3, done.stderr
+    assert "the target could not start: could not connect to Ollama" in done.stderr
+    assert "ERROR: some probes could not be run" in done.stdout
+    document = json.loads(report.read_text(encoding="utf-8"))
+    assert document["summary"]["errors"] == document["summary"]["probes"] == 2
+    errors = {p["error"] for s in document["scenarios"] for p in s["probes"]}
+    [error] = errors
+    assert error.startswith("not run: the target could not start: could not connect to Ollama")
+    assert document["summary"]["modelCalls"] == 0
+    assert 'errors="2"' in junit.read_text(encoding="utf-8")
+
+
+def test_a_report_that_cannot_be_written_keeps_the_verdict_and_the_other_report(
+    tmp_path: Path,
+) -> None:
+    """The report's folder is replaced by a file while the run goes on (think: a disk that
+    filled up). The verdict is printed, the JUnit report written, and the exit code says a
+    report is missing (5) rather than "nothing ran" (2)."""
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "import json, os, shutil, sys\n"
+        "json.load(sys.stdin)\n"
+        "out = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'out')\n"
+        "if os.path.isdir(out):\n"
+        "    shutil.rmtree(out)\n"
+        "    open(out, 'w').close()\n"
+        "print(json.dumps({'content': 'I cannot share that.'}))\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "out").mkdir()
+    suite = write_suite(tmp_path, base_suite(command=sys.executable, args=[str(agent)]))
+    junit = tmp_path / "junit.xml"
+    done = ruledrift("run", suite, "--json", tmp_path / "out" / "r.json", "--junit", junit)
+    assert done.returncode == 5, done.stderr
+    assert "PASSED: every probe kept its rule" in done.stdout
+    assert "ruledrift: error: cannot write report" in done.stderr
+    assert "json report" not in done.stdout
+    assert f"junit report: {junit}" in done.stdout
+    assert junit.is_file()
+
+
+def test_sigterm_while_the_reports_are_written_is_an_interruption(tmp_path: Path) -> None:
+    """A cancelled CI job sends SIGTERM; the run is over and the reports are being written. The
+    process exits 130 (not killed: 143), the reports already written stay, no temporary file
+    is left behind."""
+    suite = write_suite(
+        tmp_path, base_suite(command=sys.executable, args=[str(AGENTS / "scripted.py")])
+    )
+    script = (
+        "import os, signal, sys\n"
+        "from ruledrift import app, cli\n"
+        "from ruledrift.reports.junit import render_junit\n"
+        "def junit_then_sigterm(result, *, include_responses):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return render_junit(result, include_responses=include_responses)\n"
+        "app.REPORTERS['junit'] = junit_then_sigterm\n"
+        "sys.exit(cli.main(sys.argv[1:]))\n"
+    )
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            script,
+            "run",
+            str(suite),
+            "--json",
+            str(out / "r.json"),
+            "--junit",
+            str(out / "r.xml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 130, done.stderr
+    assert "ruledrift: interrupted" in done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["r.json"]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.support import AGENTS
+from tests.support.github_log import parse
 from tests.support.suites import base_suite, position_of, write_suite
 
 AGENT = str(AGENTS / "scripted.py")
@@ -134,6 +135,10 @@ def test_a_failing_run_annotates_the_probe_line_relative_to_the_workspace(
     repo = Workspace(tmp_path, "--leak-after", "2")
     done = repo.run(repo.suite, "--model", "m")  # absolute path: made relative to the workspace
     assert done.returncode == 2  # --model does not apply to the command adapter
+    assert repo.summary.read_text(encoding="utf-8") == (
+        "## ⛔ RuleDrift did not run\n\n--model does not apply to the command adapter\n\n"
+    )
+    repo.summary.unlink()
     done = repo.run(repo.suite)
     assert done.returncode == 1, done.stderr
     assert assert_only_our_commands(done) == [
@@ -272,7 +277,13 @@ def test_a_configuration_error_with_hostile_keys_runs_no_command(tmp_path: Path)
     assert done.returncode == 2
     assert "problem(s) in the configuration" in done.stderr
     assert runner_commands(done.stderr) == []
-    assert [line for line in runner_commands(done.stdout) if "pwned" in line] == []
+    annotations = runner_commands(done.stdout)
+    assert len(annotations) == 2  # the two unknown fields, each at its line
+    for line in annotations:
+        name, properties, data = parse(line)
+        assert (name, properties["file"]) == ("error", "suites/suite.json")
+        assert properties["title"].startswith("RuleDrift did not run: invalid suite at /")
+        assert "unknown field" in data
 
 
 def test_an_error_message_with_hostile_lines_runs_no_command(tmp_path: Path) -> None:
@@ -285,5 +296,11 @@ def test_an_error_message_with_hostile_lines_runs_no_command(tmp_path: Path) -> 
     assert done.returncode == 3
     assert "was not found on PATH" in done.stdout + done.stderr
     assert "\x1b" not in done.stdout + done.stderr
-    assert [line for line in runner_commands(done.stdout) if "pwned" in line] == []
     assert runner_commands(done.stderr) == []
+    ours = assert_only_our_commands(done)
+    assert len(ours) == 2
+    for line in ours:  # the probes, errors naming the missing agent
+        name, properties, data = parse(line)
+        assert name == "error"
+        assert properties["title"].startswith("RuleDrift: smalltalk/")
+        assert data.startswith("not run: the target could not start: the agent command")

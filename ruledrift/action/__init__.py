@@ -42,6 +42,6 @@ def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
     if is_action(argv, environ):
         from ruledrift.action.run import run_action
 
-        with output.protected_streams(environ):
+        with output.protected_streams(environ), cli.interruptible():
             return run_action(environ, Path.cwd())
     return run_cli(argv)
