@@ -3,18 +3,30 @@ over one httpx client with a deadline per call, bounded retries of transient fai
 JSON lines, and the translation of every httpx exception and error body into an AdapterError that
 names the cause and the fix. Nothing else in RuleDrift imports httpx.
 
+A server is trusted with nothing:
+
+- a body is read as it arrives and decoded (gzip, deflate) a bounded step at a time, so an answer
+  never grows past `max_body_bytes` (10,000,000 decoded bytes, as the command adapter's stdout) nor
+  a streamed line past `max_line_bytes`: a gzip bomb or an endless body is an error, not memory;
+- a body that is not JSON, or is nested too deeply for Python's parser, is an error of that call;
+- a redirect (3xx) is an error naming where it points (its query hidden), never followed;
+- a connect error stays a connect error when the deadline passes during the retries.
+
 Every message names the server and what was being done (`could not connect to Ollama at URL to
-list its models: …`, `Ollama at URL could not list its models: boom (HTTP 500)`). No message
-holds a request header, and every message is scrubbed of the secrets the adapter names (an API
-key a server echoes back in its error is replaced by ***).
+list its models: …`, `Ollama at URL could not list its models: boom (HTTP 500)`) and holds no
+request header. The secrets the adapter names (an API key a server echoes back, and any piece of
+12 or more of its characters) become *** before anything is cut; the server's own words are cut
+to 300 characters, a message to 2,000, and control characters are shown as escapes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import ipaddress
 import json
+import re
+import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,8 +36,16 @@ import httpx
 
 import ruledrift
 from ruledrift.errors import AdapterError
+from ruledrift.text import cut_text, terminal_safe
 
 RETRY_STATUSES = frozenset({503})  # the server is busy or starting: worth another try
+MAX_BODY_BYTES = 10_000_000  # one answer, decoded: as the command adapter's stdout limit
+MAX_LINE_BYTES = 65_536  # one streamed line, decoded (Ollama's pull progress lines: ~150 bytes)
+MESSAGE_CHARS = 2_000  # an error message, after scrubbing
+SERVER_TEXT_CHARS = 300  # a server's own words (its error text, a header) inside a message
+FRAGMENT_CHARS = 12  # this many consecutive characters of a secret are scrubbed like all of it
+ACCEPT_ENCODING = "gzip, deflate"  # the encodings this module decodes with a bounded output
+_ERROR_BODY_BYTES = 16_384  # of an error body that is not JSON, read for its words
 
 
 @dataclass(frozen=True)
@@ -58,6 +78,16 @@ class Server:
     )
 
 
+@dataclass(frozen=True)
+class Reply:
+    """A whole answer: status, headers and the decoded body (within the client's limit)."""
+
+    status: int
+    reason: str
+    headers: httpx.Headers
+    body: bytes
+
+
 Explain = Callable[[int, str], str | None]  # (HTTP status, error text) → message, or None
 
 
@@ -80,16 +110,25 @@ class JsonClient:
         secrets: Sequence[str] = (),
         retry: Retry = DEFAULT_RETRY,
         explain: Explain = no_explanation,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
         self.server = server
         self._secrets = tuple(s for s in secrets if s)
         self._retry = retry
         self._explain = explain
+        self._max_body = max_body_bytes
+        self._max_line = max_line_bytes
         limit_s = server.timeout_ms / 1000
         self._client = httpx.AsyncClient(
             base_url=server.base_url,
-            headers={"User-Agent": f"ruledrift/{ruledrift.__version__}", **(headers or {})},
+            headers={
+                "User-Agent": f"ruledrift/{ruledrift.__version__}",
+                "Accept-Encoding": ACCEPT_ENCODING,
+                **(headers or {}),
+            },
             timeout=httpx.Timeout(limit_s + 1),  # a backstop: the deadline is `limit_s`
+            follow_redirects=False,  # a redirect is an error (_redirect_error)
             trust_env=not is_loopback(server.base_url),  # no proxy between us and a local server
         )
 
@@ -105,13 +144,13 @@ class JsonClient:
         return await self._call("POST", path, body, False, doing)
 
     async def status(self, path: str, timeout_s: float) -> int | str:
-        """One GET of `path` within `timeout_s`, no retry: the HTTP status, or what went wrong
-        (`All connection attempts failed`). For "does a server answer there?" questions."""
+        """One GET of `path` within `timeout_s`, no retry, the body unread: the HTTP status, or
+        what went wrong (`All connection attempts failed`). For "does a server answer there?"."""
         try:
-            response = await self._client.get(path, timeout=timeout_s)
+            async with self._client.stream("GET", path, timeout=timeout_s) as response:
+                return response.status_code
         except httpx.HTTPError as error:
-            return describe_error(error)
-        return response.status_code
+            return self.server_text(describe_error(error))
 
     async def stream_lines(
         self,
@@ -124,18 +163,20 @@ class JsonClient:
     ) -> AsyncIterator[str]:
         """POST `body` and yield the answer's non-empty lines as they arrive (Ollama's streamed
         progress), allowing `idle_timeout_s` of silence between two. A non-2xx answer raises
-        AdapterError `{failed}: {the server's error text} (HTTP status)`."""
+        AdapterError `{failed}: {the server's error text} (HTTP status)`; so does a line longer
+        than `max_line_bytes`. Parse the lines with `parse_json`."""
         timeout = httpx.Timeout(self.server.timeout_ms / 1000, read=idle_timeout_s)
+        what = f"POST {path}"
         try:
             async with self._client.stream("POST", path, json=body, timeout=timeout) as response:
-                if response.is_error:
-                    await response.aread()
-                    status, text = response.status_code, error_text(response)
-                    raise self.error(f"{failed}: {text} (HTTP {status})")
-                async for line in response.aiter_lines():
-                    if line.strip():
-                        yield line
-        except httpx.ConnectError as error:
+                if not response.is_success:
+                    reply = await self._receive(response, what)
+                    if is_redirect(reply.status):
+                        raise self._redirect_error(reply, what)
+                    raise self.error(f"{failed}: {self._error_text(reply)} (HTTP {reply.status})")
+                async for line in self._lines(response, what, failed):
+                    yield line
+        except (httpx.ConnectError, httpx.ConnectTimeout) as error:
             raise self._connect_error(error, doing, attempts=1) from None
         except httpx.HTTPError as error:
             raise self._broken(error, "POST", path, doing) from None
@@ -144,10 +185,17 @@ class JsonClient:
         await self._client.aclose()
 
     def error(self, message: str) -> AdapterError:
-        """An AdapterError with the secrets scrubbed from `message`."""
-        for secret in self._secrets:
-            message = message.replace(secret, "***")
-        return AdapterError(message)
+        """An AdapterError with `message` scrubbed of the secrets, then made terminal-safe and
+        cut to MESSAGE_CHARS."""
+        return AdapterError(safe_text(message, self._secrets, MESSAGE_CHARS))
+
+    def scrub(self, text: str) -> str:
+        """`text` with the secrets (and pieces of them) replaced by ***; nothing else changed."""
+        return scrub(text, self._secrets)
+
+    def server_text(self, text: str) -> str:
+        """A server's own words, ready to quote in a message: scrubbed, terminal-safe, short."""
+        return safe_text(text, self._secrets, SERVER_TEXT_CHARS)
 
     async def _call(
         self,
@@ -158,37 +206,42 @@ class JsonClient:
         doing: str | None,
     ) -> Any:
         limit_s = self.server.timeout_ms / 1000
+        attempt = _Attempt()
         try:
             async with asyncio.timeout(limit_s):
-                response = await self._send(method, path, body, doing)
+                reply = await self._send(method, path, body, doing, attempt)
         except (TimeoutError, httpx.TimeoutException):
-            raise self.error(
-                f"{self.where} did not answer {method} {path} within {limit_s:g} s "
-                f"(timeoutMs is {self.server.timeout_ms}): {self.server.too_slow}"
-            ) from None
-        if missing_ok and response.status_code == 404:
+            raise self._late(method, path, doing, attempt) from None
+        if missing_ok and reply.status == 404:
             return None
-        if response.is_error:
-            raise self._status_error(response, method, path, doing)
+        if reply.status >= 300:
+            raise self._status_error(reply, method, path, doing)
         try:
-            return response.json()
-        except ValueError:
+            return parse_json(reply.body)
+        except ValueError as problem:
             # not quoted: the body may carry model output, which stays out of reports
-            kind = response.headers.get("content-type", "no Content-Type")
+            kind = self.server_text(reply.headers.get("content-type", "no Content-Type"))
             raise self.error(
-                f"{self.where} answered {method} {path} with a body that is not JSON ({kind}, "
-                f"{len(response.content)} bytes): {self.server.wrong_url}"
+                f"{self.where} answered {method} {path} with a body that is {problem} ({kind}, "
+                f"{len(reply.body)} bytes): {self.server.wrong_url}"
             ) from None
 
     async def _send(
-        self, method: str, path: str, body: Mapping[str, object] | None, doing: str | None
-    ) -> httpx.Response:
-        """The response, after up to `attempts` tries of connect errors and HTTP 503."""
-        for attempt in range(1, self._retry.attempts + 1):
-            last = attempt == self._retry.attempts
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, object] | None,
+        doing: str | None,
+        attempt: _Attempt,
+    ) -> Reply:
+        """The reply, after up to `attempts` tries of connect errors and HTTP 503."""
+        for number in range(1, self._retry.attempts + 1):
+            last = number == self._retry.attempts
+            attempt.begin(number)
             try:
-                response = await self._client.request(method, path, json=body)
-            except httpx.ConnectError as error:
+                reply = await self._exchange(method, path, body, attempt, may_retry=not last)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+                attempt.connect_error = error
                 if last:
                     raise self._connect_error(error, doing, self._retry.attempts) from None
             except httpx.TimeoutException:
@@ -196,19 +249,118 @@ class JsonClient:
             except httpx.HTTPError as error:
                 raise self._broken(error, method, path, doing) from None
             else:
-                if response.status_code not in RETRY_STATUSES or last:
-                    return response
-            await asyncio.sleep(self._retry.delay_s(attempt))
+                if reply is not None:
+                    return reply
+            await asyncio.sleep(self._retry.delay_s(number))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, object] | None,
+        attempt: _Attempt,
+        *,
+        may_retry: bool,
+    ) -> Reply | None:
+        """One request and its whole reply; None for a status worth another try (body unread)."""
+        request = self._client.build_request(
+            method, path, json=body, extensions={"trace": attempt.trace}
+        )
+        response = await self._client.send(request, stream=True)
+        try:
+            if may_retry and response.status_code in RETRY_STATUSES:
+                return None
+            return await self._receive(response, f"{method} {path}")
+        finally:
+            await response.aclose()
+
+    async def _receive(self, response: httpx.Response, what: str) -> Reply:
+        """The reply with its body decoded as it arrives; more than `max_body_bytes` decoded
+        bytes stop the reading and raise AdapterError."""
+        decoder = self._decoder(response, what)
+        chunks: list[bytes] = []
+        size = 0
+        async for raw in response.aiter_raw():
+            decoder.feed(raw)
+            while chunk := self._decoded(decoder, self._max_body - size + 1, what):
+                size += len(chunk)
+                if size > self._max_body:
+                    raise self.error(
+                        f"{self.where} answered {what} with a body of more than "
+                        f"{self._max_body:,} bytes (decoded), the limit for one answer: the "
+                        "rest was not read. Is the server misbehaving, or baseUrl pointing at "
+                        "something else?"
+                    )
+                chunks.append(chunk)
+        headers = response.headers
+        return Reply(response.status_code, response.reason_phrase, headers, b"".join(chunks))
+
+    async def _lines(self, response: httpx.Response, what: str, failed: str) -> AsyncIterator[str]:
+        """The non-empty lines of a streamed body, each at most `max_line_bytes` decoded."""
+        decoder = self._decoder(response, what)
+        pending = b""
+        async for raw in response.aiter_raw():
+            decoder.feed(raw)
+            while chunk := self._decoded(decoder, self._max_line + 1, what):
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in [*lines, pending]:
+                    if len(line) > self._max_line:
+                        raise self.error(
+                            f"{failed}: {self.where} sent a line of more than "
+                            f"{self._max_line:,} bytes, the limit for one streamed line"
+                        )
+                for line in lines:
+                    if line.strip():
+                        yield line.decode("utf-8", "replace").rstrip("\r")
+        if pending.strip():
+            yield pending.decode("utf-8", "replace").rstrip("\r")
+
+    def _decoder(self, response: httpx.Response, what: str) -> _Decoder:
+        encoding = content_encoding(response.headers)
+        if encoding is None:
+            shown = self.server_text(response.headers.get("content-encoding", ""))
+            raise self.error(
+                f'{self.where} answered {what} with Content-Encoding "{shown}", which RuleDrift '
+                f"did not ask for (it accepts {ACCEPT_ENCODING}): is a proxy in between?"
+            )
+        return _Decoder(encoding)
+
+    def _decoded(self, decoder: _Decoder, most: int, what: str) -> bytes:
+        try:
+            return decoder.take(most)
+        except zlib.error as error:
+            raise self.error(
+                f"{self.where} answered {what} with a body that could not be decoded "
+                f"({decoder.encoding}: {error})"
+            ) from None
+
+    def _late(self, method: str, path: str, doing: str | None, attempt: _Attempt) -> AdapterError:
+        """The message for a call whose deadline passed: before a connection carried the
+        request (connect errors and their retries, or a connect that hangs), or after."""
+        limit_s = self.server.timeout_ms / 1000
+        if not attempt.connected:
+            return self._connect_error(attempt.connect_error, doing, attempt.number, limit_s)
+        return self.error(
+            f"{self.where} did not answer {method} {path} within {limit_s:g} s "
+            f"(timeoutMs is {self.server.timeout_ms}): {self.server.too_slow}"
+        )
+
     def _connect_error(
-        self, error: httpx.ConnectError, doing: str | None, attempts: int
+        self,
+        error: httpx.HTTPError | None,
+        doing: str | None,
+        attempts: int,
+        within_s: float | None = None,
     ) -> AdapterError:
         purpose = f" to {doing}" if doing else ""
+        deadline = "" if within_s is None else f" within {within_s:g} s"
+        limit = "" if within_s is None else f"timeoutMs is {self.server.timeout_ms}; "
+        cause = describe_error(error) if error else "the connection was not accepted in time"
         tries = f"; tried {attempts} times" if attempts > 1 else ""
         return self.error(
-            f"could not connect to {self.where}{purpose}: {self.server.not_running} "
-            f"({describe_error(error)}{tries})"
+            f"could not connect to {self.where}{purpose}{deadline}: {self.server.not_running} "
+            f"({limit}{cause}{tries})"
         )
 
     def _broken(
@@ -221,9 +373,11 @@ class JsonClient:
         )
 
     def _status_error(
-        self, response: httpx.Response, method: str, path: str, doing: str | None = None
+        self, reply: Reply, method: str, path: str, doing: str | None = None
     ) -> AdapterError:
-        status, text = response.status_code, error_text(response)
+        if is_redirect(reply.status):
+            return self._redirect_error(reply, f"{method} {path}")
+        status, text = reply.status, self._error_text(reply)
         explained = self._explain(status, text)
         if explained is None and doing:
             explained = f"{self.where} could not {doing}: {text} (HTTP {status})"
@@ -235,39 +389,210 @@ class JsonClient:
             explained += f" (tried {self._retry.attempts} times)"
         return self.error(explained)
 
+    def _redirect_error(self, reply: Reply, what: str) -> AdapterError:
+        location = reply.headers.get("location")
+        target = f"to {self.server_text(shown_location(location))}" if location else "(no Location)"
+        return self.error(
+            f"{self.where} answered {what} with a redirect (HTTP {reply.status}) {target}: "
+            "redirects are not followed (the request and its key would go to another address), "
+            "so set baseUrl to the address the server redirects to"
+        )
 
-def error_text(response: httpx.Response) -> str:
+    def _error_text(self, reply: Reply) -> str:
+        return self.server_text(error_text(reply))
+
+
+@dataclass
+class _Attempt:
+    """How far one call got, for the message when its deadline passes: the try under way,
+    whether a connection carries its request yet, and the latest connect error."""
+
+    number: int = 0
+    connected: bool = False
+    connect_error: httpx.HTTPError | None = None
+
+    def begin(self, number: int) -> None:
+        self.number, self.connected = number, False
+
+    async def trace(self, event: str, info: Mapping[str, object]) -> None:
+        """httpcore's `trace` extension: `http11.send_request_headers.started` (or HTTP/2's)
+        comes once a connection, new or pooled, carries the request."""
+        if event.startswith(("http11.", "http2.")):
+            self.connected = True
+
+
+class _Decoder:
+    """Undoes a Content-Encoding (identity, gzip, deflate) a bounded step at a time: `feed` the
+    raw bytes, then `take` decoded bytes until it returns b"" (it wants more input)."""
+
+    def __init__(self, encoding: str) -> None:
+        self.encoding = encoding
+        self._input = b""
+        self._zlib = None if encoding == "identity" else zlib.decompressobj(_WBITS[encoding])
+        self._maybe_raw = encoding == "deflate"  # some servers send raw deflate, no zlib header
+
+    def feed(self, data: bytes) -> None:
+        self._input += data
+
+    def take(self, most: int) -> bytes:
+        """At most `most` decoded bytes. Raises zlib.error for a corrupt body."""
+        if self._zlib is None:
+            data, self._input = self._input[:most], self._input[most:]
+            return data
+        try:
+            data = self._zlib.decompress(self._input, most)
+        except zlib.error:
+            if not self._maybe_raw:
+                raise
+            self._zlib, self._maybe_raw = zlib.decompressobj(-zlib.MAX_WBITS), False
+            return self.take(most)
+        self._maybe_raw = False
+        self._input = self._zlib.unconsumed_tail
+        return data
+
+
+_WBITS = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16, "deflate": zlib.MAX_WBITS}
+
+
+def content_encoding(headers: httpx.Headers) -> str | None:
+    """The one Content-Encoding of a reply that `_Decoder` undoes ("identity" when none), or
+    None for an encoding it does not (br, zstd, several stacked)."""
+    values = [v.strip().lower() for v in headers.get_list("content-encoding", split_commas=True)]
+    encodings = [v for v in values if v not in ("", "identity")]
+    if not encodings:
+        return "identity"
+    if len(encodings) == 1 and encodings[0] in _WBITS:
+        return encodings[0]
+    return None
+
+
+def is_redirect(status: int) -> bool:
+    return 300 <= status < 400
+
+
+def parse_json(data: bytes | str) -> Any:
+    """The JSON value of `data`, or ValueError saying why not: `not JSON` (bad syntax or
+    encoding, an integer of over 4,300 digits) or `JSON nested too deeply to read` (a server's
+    `[[[[…` is Python's RecursionError, which must fail the call, not the run)."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
+    except ValueError:
+        raise ValueError("not JSON") from None
+
+
+def error_text(reply: Reply) -> str:
     """The error a server put in its body: `{"error": "..."}` (Ollama), `{"error": {"message":
     ..., "type": ...}}` (OpenAI, llama.cpp, vLLM), Ollama's `{"error": "<that as a JSON
-    string>"}` (v0.30+ passing on llama-server's error), or the text itself."""
+    string>"}` (v0.30+ passing on llama-server's error), or the text itself. Raw: quote it
+    through `JsonClient.server_text`."""
     try:
-        error: Any = response.json().get("error")
-    except (ValueError, AttributeError):
-        return response.text.strip()[:300] or response.reason_phrase
+        data = parse_json(reply.body)
+    except ValueError:
+        data = None
+    error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, str) and error.startswith("{"):
-        with contextlib.suppress(ValueError, AttributeError):
-            error = json.loads(error).get("error", error)
+        try:
+            inner = parse_json(error)
+        except ValueError:
+            inner = None
+        if isinstance(inner, dict) and "error" in inner:
+            error = inner["error"]
     if isinstance(error, dict):
         message, kind = error.get("message"), error.get("type") or error.get("code")
-        text = str(message) if message is not None else json.dumps(error)
-        return f"{text} ({kind})" if isinstance(kind, str) and kind not in text else text
-    return str(error) if error is not None else response.text.strip()[:300]
+        if isinstance(message, str) and isinstance(kind, str) and kind not in message:
+            return f"{message} ({kind})"
+        if isinstance(message, str):
+            return message
+    if isinstance(error, str) and error:
+        return error
+    text = reply.body[:_ERROR_BODY_BYTES].decode("utf-8", "replace").strip()
+    return text or reply.reason
+
+
+def shown_location(location: str) -> str:
+    """A redirect's target as a message may show it: without user:password@, and with a query
+    or fragment (where keys travel) replaced by `?…`."""
+    try:
+        parts = urlsplit(location)
+    except ValueError:
+        return "an address that is not a valid URL"
+    hidden = "?…" if parts.query or parts.fragment or "?" in location or "#" in location else ""
+    netloc = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=netloc, query="", fragment="").geturl() + hidden
+
+
+def scrub(text: str, secrets: Sequence[str]) -> str:
+    """`text` with each secret, and each run of FRAGMENT_CHARS or more consecutive characters
+    of one (a key a server cut short, or showed in part), replaced by ***."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+        if len(secret) > FRAGMENT_CHARS:
+            text = _scrub_fragments(text, secret)
+    return text
+
+
+def _scrub_fragments(text: str, secret: str) -> str:
+    pattern, starts = _fragments(secret)
+    pieces, done = [], 0
+    while (found := pattern.search(text, done)) is not None:
+        at = found.start()
+        length = max(_common_run(text, at, secret, start) for start in starts[found.group()])
+        pieces += [text[done:at], "***"]
+        done = at + length
+    return "".join(pieces) + text[done:]
+
+
+@functools.cache
+def _fragments(secret: str) -> tuple[re.Pattern[str], dict[str, list[int]]]:
+    """A pattern of every FRAGMENT_CHARS-long piece of `secret`, and where each piece starts."""
+    starts: dict[str, list[int]] = {}
+    for start in range(len(secret) - FRAGMENT_CHARS + 1):
+        starts.setdefault(secret[start : start + FRAGMENT_CHARS], []).append(start)
+    return re.compile("|".join(map(re.escape, starts))), starts
+
+
+def _common_run(text: str, at: int, secret: str, start: int) -> int:
+    length = 0
+    while at + length < len(text) and start + length < len(secret):
+        if text[at + length] != secret[start + length]:
+            break
+        length += 1
+    return length
+
+
+def safe_text(text: str, secrets: Sequence[str], limit: int) -> str:
+    """`text` scrubbed of `secrets` first (so no cut can leave part of one), then with control
+    characters shown as escapes, and cut to `limit` characters."""
+    longest = max(map(len, secrets), default=0)
+    text = scrub(text[: limit + longest], secrets)  # a secret across `limit` is still whole
+    return cut_text(terminal_safe(text), limit)
 
 
 def url_problem(url: str) -> str | None:
     """What is wrong with a server URL from a suite or an option, or None. Never echoes the
-    URL: it may hold a password."""
+    URL: it may hold a password or a key."""
     try:
         parts = urlsplit(url)
         _ = parts.port
-    except ValueError as error:
-        return f"not a valid URL ({error})"
+    except ValueError:
+        return (
+            "not a valid URL (a port is a number from 0 to 65535, an IPv6 host is written in "
+            "[brackets])"
+        )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "expected an http:// or https:// URL with a host, e.g. http://127.0.0.1:11434"
     if parts.username is not None or parts.password is not None:
         return (
             "URLs with embedded credentials are rejected: keep secrets out of the config "
             "(remove the user:password@ part)"
+        )
+    if "?" in url or "#" in url:
+        return (
+            "URLs with a query string (?…) or a fragment (#…) are rejected: the URL is shown in "
+            "the output and the reports, and a query often carries a key. Remove that part (an "
+            'API key goes in an environment variable named by the openai adapter\'s "apiKeyEnv")'
         )
     return None
 

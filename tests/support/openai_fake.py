@@ -1,7 +1,11 @@
 """A loopback OpenAI-compatible server for adapter tests: GET /v1/models and
 POST /v1/chat/completions, answered like llama.cpp's server (including its 400
 `exceed_context_size_error`), with an optional API key that it echoes in its 401 (as hosted APIs
-do, so tests can prove the adapter scrubs it), and scripted answers that take precedence.
+do, so tests can prove the adapter scrubs it), and scripted answers that take precedence: a
+(status, JSON or text) pair, or a `RawReply` written as it is (any headers, a gzip bomb, an
+endless chunked body). `ignores_model` answers like llama.cpp's server, which lists only its
+alias and answers any model name with the model it serves; `rewrite` changes each answer (a
+server echoing a key in its fields).
 
     with FakeOpenAI(api_key="sk-test") as server:
         server.script.append((503, {"error": {"message": "loading model"}}))
@@ -12,7 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -26,13 +30,31 @@ from tests.support.ollama_fake.server import (
 )
 
 
+@dataclass(frozen=True)
+class RawReply:
+    """An answer as it goes on the wire: `body` whole (with Content-Length), or `chunks` with
+    Transfer-Encoding: chunked (an endless iterable is an endless body, written until the
+    client hangs up). `sent` counts the body bytes written."""
+
+    status: int
+    headers: Sequence[tuple[str, str]] = ()
+    body: bytes = b""
+    chunks: Iterable[bytes] | None = None
+    sent: list[int] = field(default_factory=lambda: [0])
+
+
+Scripted = tuple[int, Any] | RawReply
+
+
 @dataclass
 class FakeOpenAI:
     models: Sequence[str] | None = ("local-model",)  # None: GET /v1/models answers 404
     api_key: str | None = None
     answer: Answer = echo_answer
     n_ctx: int = 4096
-    script: list[tuple[int, Any]] = field(default_factory=list)  # (status, JSON or raw text)
+    ignores_model: bool = False  # llama.cpp: any model name gets models[0]
+    rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # of each completion
+    script: list[Scripted] = field(default_factory=list)  # before anything else
     requests: list[RecordedRequest] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -56,7 +78,7 @@ class FakeOpenAI:
     def chats(self) -> list[Any]:
         return [r.body for r in self.requests if r.path == "/v1/chat/completions"]
 
-    def handle(self, method: str, path: str, headers: dict[str, str], body: Any) -> tuple[int, Any]:
+    def handle(self, method: str, path: str, headers: dict[str, str], body: Any) -> Scripted:
         self.requests.append(RecordedRequest(method, path, headers, body))
         if self.script:
             return self.script.pop(0)
@@ -69,11 +91,13 @@ class FakeOpenAI:
                 "data": [{"id": m, "object": "model"} for m in self.models],
             }
         if (method, path) == ("POST", "/v1/chat/completions"):
-            return self._complete(body)
+            status, answer = self._complete(body)
+            return status, self.rewrite(answer) if self.rewrite and status == 200 else answer
         return 404, _error(f"File Not Found: {path}", "not_found_error")
 
     def _complete(self, body: dict[str, Any]) -> tuple[int, Any]:
-        if self.models is not None and body.get("model") not in self.models:
+        served = self.models[0] if self.ignores_model and self.models else f"{body['model']}-q4"
+        if self.models is not None and not self.ignores_model and body["model"] not in self.models:
             return 404, _error(f"The model `{body.get('model')}` does not exist", "not_found_error")
         messages = body["messages"]
         prompt = count_prompt(messages)
@@ -93,7 +117,7 @@ class FakeOpenAI:
         return 200, {
             "id": "chatcmpl-1",
             "object": "chat.completion",
-            "model": f"{body['model']}-q4",
+            "model": served,
             "choices": [
                 {
                     "index": 0,
@@ -130,10 +154,35 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         headers = {k.lower(): v for k, v in self.headers.items()}
         fake: FakeOpenAI = self.server.fake  # type: ignore[attr-defined]
-        status, value = fake.handle(self.command, self.path, headers, json.loads(raw or b"null"))
+        scripted = fake.handle(self.command, self.path, headers, json.loads(raw or b"null"))
+        if isinstance(scripted, RawReply):
+            self._write_raw(scripted)
+            return
+        status, value = scripted
         data = value.encode() if isinstance(value, str) else json.dumps(value).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _write_raw(self, reply: RawReply) -> None:
+        self.close_connection = True
+        self.send_response(reply.status)
+        for name, value in reply.headers:
+            self.send_header(name, value)
+        if reply.chunks is None:
+            self.send_header("Content-Length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+            reply.sent[0] += len(reply.body)
+            return
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for chunk in reply.chunks:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                reply.sent[0] += len(chunk)
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:  # the client hung up: the end of an endless body
+            pass
