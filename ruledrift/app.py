@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -32,6 +33,7 @@ from ruledrift.model import AdapterConfig, RunResult, Scenario, Suite, TargetInf
 from ruledrift.ollama.api import PullProgress, ensure_model
 from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_models_dir
 from ruledrift.regex_workers import RegexEvaluator
+from ruledrift.reports.codequality import render_codequality
 from ruledrift.reports.files import report_path_problem, report_target, shown, write_atomic
 from ruledrift.reports.json_report import render_json
 from ruledrift.reports.junit import render_junit
@@ -55,7 +57,19 @@ __all__ = [
 ]
 
 Renderer = Callable[..., bytes]
-REPORTERS: dict[str, Renderer] = {"json": render_json, "junit": render_junit}
+
+
+def _codequality(result: RunResult, *, include_responses: bool) -> bytes:
+    """The Code Quality report, paths relative to GitLab's project (else the working folder);
+    it never holds answers, so `include_responses` does not apply."""
+    return render_codequality(result, project_dir=Path(os.environ.get("CI_PROJECT_DIR") or "."))
+
+
+REPORTERS: dict[str, Renderer] = {
+    "json": render_json,
+    "junit": render_junit,
+    "codequality": _codequality,
+}
 
 
 # --- requests and outcomes -----------------------------------------------------------------------
@@ -94,6 +108,7 @@ class RunRequest:
     config: Path
     json: Path | None = None
     junit: Path | None = None
+    codequality: Path | None = None  # GitLab's Code Quality report
     include_responses: bool = False  # answer text in the reports (trusted destinations only)
     concurrency: int = 1  # scenarios run at once
     scenarios: tuple[str, ...] = ()  # only these scenario ids (empty: all)
@@ -101,7 +116,7 @@ class RunRequest:
 
     def reports(self) -> dict[str, Path]:
         """The reports asked for, by REPORTERS name."""
-        paths = {"json": self.json, "junit": self.junit}
+        paths = {"json": self.json, "junit": self.junit, "codequality": self.codequality}
         return {name: path for name, path in paths.items() if path is not None}
 
     def argv(self) -> list[str]:

@@ -86,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", metavar="PATH", help="write the JSON report to PATH")
     run.add_argument("--junit", metavar="PATH", help="write the JUnit XML report to PATH")
     run.add_argument(
+        "--codequality",
+        metavar="PATH",
+        help="write a GitLab Code Quality report to PATH (failed probes on the suite's lines)",
+    )
+    run.add_argument(
         "--include-responses",
         action="store_true",
         help="include answer text in the reports and the terminal (only for trusted destinations)",
@@ -136,6 +141,7 @@ def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
         config=Path(args.config),
         json=Path(args.json) if args.json else None,
         junit=Path(args.junit) if args.junit else None,
+        codequality=Path(args.codequality) if args.codequality else None,
         include_responses=args.include_responses,
         concurrency=args.concurrency,
         scenarios=tuple(args.scenario or ()),
