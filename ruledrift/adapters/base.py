@@ -10,6 +10,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
 from ruledrift.errors import AdapterError
 from ruledrift.model import AdapterConfig, Message, TargetInfo
+from ruledrift.text import repair_surrogates
 
 __all__ = [
     "Adapter",
@@ -18,6 +19,8 @@ __all__ = [
     "CallContext",
     "Completion",
     "answer_metadata",
+    "reported_count",
+    "reported_text",
     "retarget_http",
 ]
 
@@ -64,20 +67,54 @@ class Adapter(Protocol):
     async def aclose(self) -> None: ...
 
 
+REPORTED_TEXTS = frozenset({"finish_reason", "done_reason"})  # why the answer ended: words
+REPORTED_TEXT_CHARS = 200  # a word or a name a server reported, as reports keep it
+MAX_COUNT = 2**53 - 1  # larger integers lose precision in JavaScript's JSON readers
+
+
 def answer_metadata(
-    reported: Mapping[str, Any], names: Mapping[str, str], *, cut: bool, thinking: object
+    reported: Mapping[str, Any],
+    names: Mapping[str, str],
+    *,
+    cut: bool,
+    thinking: object,
+    scrub: Callable[[str], str] | None = None,
 ) -> dict[str, object]:
     """A Completion's metadata: what the server reported (`names` maps its keys to ours), `cut`
     when a length limit cut the answer, and the length of any thinking text, never the text
-    (metadata goes into every report)."""
-    metadata = {
-        ours: reported[theirs] for theirs, ours in names.items() if reported.get(theirs) is not None
-    }
+    (metadata goes into every report).
+
+    A reported value is kept only as data of its field's type: the fields in REPORTED_TEXTS are
+    short strings (`reported_text`, scrubbed with `scrub`), every other field is a count
+    (`reported_count`); a value of another type or size is dropped."""
+    metadata: dict[str, object] = {}
+    for theirs, ours in names.items():
+        value = reported.get(theirs)
+        kept = reported_text(value, scrub) if theirs in REPORTED_TEXTS else reported_count(value)
+        if kept is not None:
+            metadata[ours] = kept
     if isinstance(thinking, str) and thinking:
         metadata["thinkingChars"] = len(thinking)
     if cut:
         metadata["cut"] = True
     return metadata
+
+
+def reported_count(value: object) -> int | None:
+    """A count a server reported (tokens, nanoseconds): an integer from 0 to MAX_COUNT, never a
+    boolean, a float or a string of digits; else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT:
+        return value
+    return None
+
+
+def reported_text(value: object, scrub: Callable[[str], str] | None = None) -> str | None:
+    """A word or a name a server reported (a finish reason, the served model): a string of at
+    most REPORTED_TEXT_CHARS characters, with `scrub` applied (an adapter's secrets) and lone
+    surrogates repaired; else None (a longer string is dropped, not cut: no half of anything)."""
+    if not isinstance(value, str) or len(value) > REPORTED_TEXT_CHARS:
+        return None
+    return repair_surrogates(scrub(value) if scrub else value)
 
 
 def _no_problems(settings: Mapping[str, Any]) -> Iterable[tuple[str, str]]:

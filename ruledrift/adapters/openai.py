@@ -18,6 +18,8 @@ from ruledrift.adapters.base import (
     CallContext,
     Completion,
     answer_metadata,
+    reported_count,
+    reported_text,
     retarget_http,
 )
 from ruledrift.adapters.context_window import PromptGrowth, overflow_message
@@ -31,7 +33,7 @@ from ruledrift.adapters.transport import (
 from ruledrift.errors import UsageError
 from ruledrift.model import Message, TargetInfo
 from ruledrift.schema_messages import show
-from ruledrift.text import json_kind
+from ruledrift.text import json_kind, preview
 
 _REPORTED = {
     "prompt_tokens": "promptTokens",
@@ -100,23 +102,31 @@ class OpenAIAdapter:
             explain=self._explain,
         )
         self._growth = PromptGrowth()
-        self._served_model: str | None = None
+        self._served_model: str | None = None  # the `model` of the latest answer
+        self._listed_model: str | None = None  # the one model listed, when it is not `model`
 
     async def open(self) -> None:
         """Check that the server answers, and that it serves the model if it lists models
-        (servers without GET /models are fine)."""
+        (servers without GET /models are fine). A name matches with or without `:latest`
+        (Ollama's /v1 lists `qwen3:latest` for `qwen3`). A server that lists exactly one other
+        model is let through and that model recorded as `listedModel`: llama.cpp's server lists
+        only its alias and answers every request with the model it serves."""
         listing = await self._http.get("/models", missing_ok=True)
         data = listing.get("data") if isinstance(listing, dict) else None
         if not isinstance(data, list):
             return
         served = [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
-        if served and self._config.model not in served:
-            shown = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "")
-            raise self._http.error(
-                f"the server at {self._config.base_url} does not serve model "
-                f'"{self._config.model}" (it serves: {shown}): fix "model" in the adapter '
-                "configuration"
-            )
+        if not served or any(same_model(self._config.model, name) for name in served):
+            return
+        if len(served) == 1:
+            self._listed_model = reported_text(served[0], self._http.scrub) or "(a long name)"
+            return
+        shown = ", ".join(preview(name, 80) for name in served[:10])
+        raise self._http.error(
+            f"the server at {self._config.base_url} does not serve model "
+            f'"{self._config.model}" (it serves: {shown}{", ..." if len(served) > 10 else ""}): '
+            'fix "model" in the adapter configuration'
+        )
 
     def target_info(self) -> TargetInfo:
         details: dict[str, object] = {
@@ -124,6 +134,8 @@ class OpenAIAdapter:
             "options": dict(self._config.options),
             "servedModel": self._served_model,
         }
+        if self._listed_model is not None:
+            details["listedModel"] = self._listed_model
         if self._config.extra_body:
             details["extraBody"] = dict(self._config.extra_body)
         return TargetInfo(adapter="openai", model=self._config.model, details=details)
@@ -138,22 +150,26 @@ class OpenAIAdapter:
                 f"{self._http.server.wrong_url}"
             )
         content = message.get("content")
+        finish = choice.get("finish_reason") if choice else None
         if not isinstance(content, str):
-            reason = choice.get("finish_reason") if choice else None
             raise self._http.error(
                 f"the server answered without text (message.content is {json_kind(content)}, "
-                f"finish_reason {reason!r}): the model may have made a tool call or refused"
+                f"finish_reason {self._shown_reason(finish)}): the model may have made a tool "
+                "call or refused"
             )
         usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
-        cut = self._growth.check(context, len(messages), usage.get("prompt_tokens"))
+        prompt_tokens = reported_count(usage.get("prompt_tokens"))
+        cut = self._growth.check(context, len(messages), prompt_tokens)
         if cut is not None:
             raise self._http.error(f"{cut}. {_OVERFLOW_FIX}")
-        if isinstance(answer.get("model"), str):
-            self._served_model = answer["model"]
-        finish = choice.get("finish_reason") if choice else None
+        served = reported_text(answer.get("model"), self._http.scrub)
+        if served is not None:
+            self._served_model = served
         reported = {**usage, "finish_reason": finish}
         thinking = message.get("reasoning_content") or message.get("reasoning")
-        metadata = answer_metadata(reported, _REPORTED, cut=finish == "length", thinking=thinking)
+        metadata = answer_metadata(
+            reported, _REPORTED, cut=finish == "length", thinking=thinking, scrub=self._http.scrub
+        )
         return Completion(content, metadata)
 
     async def aclose(self) -> None:
@@ -167,6 +183,10 @@ class OpenAIAdapter:
             **self._config.extra_body,  # the config loader keeps model, messages, stream out
             "stream": False,
         }
+
+    def _shown_reason(self, finish: object) -> str:
+        reason = reported_text(finish, self._http.scrub)
+        return f'"{reason}"' if reason is not None else json_kind(finish)
 
     def _explain(self, status: int, text: str) -> str | None:
         variable = self._config.api_key_env
@@ -213,6 +233,11 @@ def _api_key(config: OpenAIAdapterConfig, environ: Mapping[str, str]) -> str | N
             f'the environment, or remove "apiKeyEnv" for a server that needs no key'
         )
     return key
+
+
+def same_model(wanted: str, listed: str) -> bool:
+    """Whether a listed name is the model asked for, `name` being `name:latest` (Ollama)."""
+    return wanted.removesuffix(":latest") == listed.removesuffix(":latest")
 
 
 def _first_choice(answer: Any) -> Mapping[str, Any] | None:

@@ -6,20 +6,21 @@ import json
 import os
 import subprocess
 import sys
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ruledrift.adapters.base import AdapterError, CallContext, Completion
+from ruledrift.adapters.base import AdapterError, CallContext, Completion, answer_metadata
 from ruledrift.adapters.openai import OpenAIAdapter, OpenAIAdapterConfig
 from ruledrift.adapters.transport import Retry
 from ruledrift.errors import ExitCode, UsageError
 from ruledrift.model import Message
 from tests.adapters.test_ollama import using
 from tests.support.ollama_fake import free_port
-from tests.support.openai_fake import FakeOpenAI
+from tests.support.openai_fake import FakeOpenAI, RawReply
 from tests.support.suites import base_suite, write_suite
 
 KEY = "sk-test-5ecret-key-value"
@@ -131,6 +132,55 @@ def test_reasoning_text_never_reaches_metadata() -> None:
     assert "chain" not in json.dumps(done.metadata)
 
 
+@pytest.mark.parametrize(
+    ("reported", "expected"),
+    [
+        (
+            {"prompt_tokens": 17, "finish_reason": "stop"},
+            {"promptTokens": 17, "finishReason": "stop"},
+        ),
+        ({"prompt_tokens": "17", "completion_tokens": True}, {}),  # a string, a boolean
+        ({"prompt_tokens": 17.0, "completion_tokens": float("nan")}, {}),  # not integers
+        ({"prompt_tokens": -1, "completion_tokens": 2**53}, {}),  # no count is that
+        ({"prompt_tokens": 10**400}, {}),  # an int no float (nor JavaScript) can hold
+        ({"finish_reason": 7}, {}),
+        ({"finish_reason": {"nested": ["x"]}}, {}),
+        ({"finish_reason": "x" * 201}, {}),  # dropped, not cut
+        ({"finish_reason": "x" * 200}, {"finishReason": "x" * 200}),
+        ({"finish_reason": "half \ud83d emoji"}, {"finishReason": "half \ufffd emoji"}),
+        ({"finish_reason": f"stop {KEY}"}, {"finishReason": "stop ***"}),
+    ],
+)
+def test_answer_metadata_keeps_only_typed_values(
+    reported: dict[str, object], expected: dict[str, object]
+) -> None:
+    names = {"prompt_tokens": "promptTokens", "completion_tokens": "completionTokens"}
+    names |= {"finish_reason": "finishReason"}
+    scrub = lambda text: text.replace(KEY, "***")  # noqa: E731
+    assert answer_metadata(reported, names, cut=False, thinking=None, scrub=scrub) == expected
+
+
+def test_hostile_answer_fields_are_dropped_or_scrubbed() -> None:
+    def hostile(answer: dict[str, Any]) -> dict[str, Any]:
+        answer["model"] = f"served-{KEY}"
+        answer["usage"] = {"prompt_tokens": KEY, "completion_tokens": [KEY] * 3}
+        answer["choices"][0]["finish_reason"] = {"why": KEY}
+        return answer
+
+    with FakeOpenAI(api_key=KEY, rewrite=hostile) as server:
+        target = adapter(server.base_url)
+        done = complete(target)
+    assert done.metadata == {}
+    assert target.target_info().details["servedModel"] == "served-***"
+
+
+def test_null_content_names_an_odd_finish_reason_by_its_type() -> None:
+    with FakeOpenAI() as server:
+        server.script.append(answer(None, finish=[[["deep"]]] * 1_000))  # type: ignore[arg-type]
+        message = failure(adapter(server.base_url))
+    assert "message.content is null, finish_reason an array)" in message
+
+
 def test_open_and_target_info() -> None:
     with FakeOpenAI(models=["a", "local-model"], api_key=KEY) as server:
         target = adapter(server.base_url, options={"seed": 1}, extra_body={"top_k": 5})
@@ -158,6 +208,47 @@ def test_open_checks_the_model_list() -> None:
     assert 'does not serve model "local-model" (it serves: other-model, third)' in message
     with FakeOpenAI(models=None) as server:  # no GET /models: nothing to check
         using(adapter(server.base_url), lambda a: a.open())
+
+
+def test_a_long_hostile_model_list_gives_a_short_safe_message() -> None:
+    names = [f"\x1b[2Jmodel-{i}-" + "x" * 5_000 for i in range(50)]
+    with FakeOpenAI(models=names) as server:
+        message = failure(adapter(server.base_url), "open")
+    assert 'does not serve model "local-model" (it serves: \\x1b[2Jmodel-0-xxx' in message
+    assert "\x1b" not in message
+    assert message.endswith(', ...): fix "model" in the adapter configuration')
+
+
+@pytest.mark.parametrize(
+    ("wanted", "listed"), [("qwen3", "qwen3:latest"), ("qwen3:latest", "qwen3")]
+)
+def test_a_name_matches_with_or_without_latest(wanted: str, listed: str) -> None:
+    with FakeOpenAI(models=[listed, "other"], ignores_model=True) as server:
+        target = adapter(server.base_url, model=wanted)
+
+        async def use(a: OpenAIAdapter) -> Completion:
+            await a.open()
+            return await a.complete(MESSAGES, TURN)
+
+        assert using(target, use).content == "You said: Hello there"
+    assert "listedModel" not in target.target_info().details
+
+
+def test_a_server_that_lists_one_other_model_serves_it() -> None:
+    """llama.cpp's server lists only its alias and answers any model name with what it serves:
+    the run goes on, and the details say what was listed and what answered."""
+    with FakeOpenAI(models=["my-alias"], ignores_model=True) as server:
+        target = adapter(server.base_url, model="qwen2.5-7b-instruct")
+
+        async def use(a: OpenAIAdapter) -> Completion:
+            await a.open()
+            return await a.complete(MESSAGES, TURN)
+
+        assert using(target, use).content == "You said: Hello there"
+        assert server.chats()[0]["model"] == "qwen2.5-7b-instruct"
+    details = target.target_info().details
+    assert details["listedModel"] == "my-alias"
+    assert details["servedModel"] == "my-alias"
 
 
 # --- errors ----------------------------------------------------------------------------------
@@ -233,7 +324,7 @@ def test_null_content_and_other_shapes() -> None:
         null = failure(adapter(server.base_url))
         empty = failure(adapter(server.base_url))
         html = failure(adapter(server.base_url))
-    assert "message.content is null, finish_reason 'tool_calls'" in null
+    assert 'message.content is null, finish_reason "tool_calls"' in null
     assert 'no "choices[0].message"' in empty
     assert "not JSON" in html
 
@@ -266,6 +357,29 @@ def test_retries() -> None:
     assert "busy or still loading" in exhausted
     assert "tried 3 times" in exhausted
     assert "rate limiting" in limited
+
+
+def test_a_gzip_bomb_is_refused_at_the_default_cap() -> None:
+    """32 MiB of answer in 32 KiB of gzip: the adapter stops reading at 10,000,000 bytes."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    head = b'{"choices": [{"message": {"role": "assistant", "content": "'
+    body = [packer.compress(head), *(packer.compress(b" " * 1_048_576) for _ in range(32))]
+    body += [packer.compress(b'"}, "finish_reason": "stop"}]}'), packer.flush()]
+    with FakeOpenAI() as server:
+        server.script.append(RawReply(200, [("Content-Encoding", "gzip")], b"".join(body)))
+        message = failure(adapter(server.base_url))
+    assert (
+        "with a body of more than 10,000,000 bytes (decoded), the limit for one answer" in message
+    )
+
+
+def test_a_redirect_is_never_an_answer() -> None:
+    moved = json.dumps(answer("I am an answer")[1]).encode()
+    location = ("Location", f"https://elsewhere.example/v1/chat/completions?key={KEY}")
+    with FakeOpenAI() as server:
+        server.script.append(RawReply(307, [location], moved))
+        message = failure(adapter(server.base_url))
+    assert "redirect (HTTP 307) to https://elsewhere.example/v1/chat/completions?…" in message
 
 
 def test_connection_refused() -> None:
@@ -310,3 +424,32 @@ def test_cli_exit_codes_and_the_key_stays_out(tmp_path: Path) -> None:
     for output in (passed.stdout, passed.stderr, wrong.stdout, wrong.stderr, report.read_text()):
         assert KEY not in output
         assert "sk-wrong-key" not in output
+
+
+def test_a_key_echoed_in_answers_reaches_no_report(tmp_path: Path) -> None:
+    def echo_key(answer: dict[str, Any]) -> dict[str, Any]:
+        answer["model"] = f"model-for-{KEY}"
+        answer["usage"]["prompt_tokens"] = KEY
+        answer["choices"][0]["finish_reason"] = f"stop:{KEY}"
+        return answer
+
+    reports = {"--json": tmp_path / "r.json", "--junit": tmp_path / "r.xml"}
+    with FakeOpenAI(api_key=KEY, rewrite=echo_key) as server:
+        data = base_suite()
+        data["adapter"] = {
+            "type": "openai",
+            "model": "local-model",
+            "baseUrl": server.base_url,
+            "apiKeyEnv": VARIABLE,
+        }
+        command = [sys.executable, "-m", "ruledrift", "run", str(write_suite(tmp_path, data))]
+        command += [str(part) for pair in reports.items() for part in pair]
+        command += ["--include-responses"]
+        env = os.environ | {VARIABLE: KEY}
+        run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(reports["--json"].read_text())
+    assert report["target"]["details"]["servedModel"] == "model-for-***"
+    assert "stop:***" in json.dumps(report)  # each probe's metadata.finishReason
+    for output in (run.stdout, run.stderr, *(path.read_text() for path in reports.values())):
+        assert KEY not in output
