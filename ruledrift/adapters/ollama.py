@@ -34,6 +34,7 @@ from ruledrift.ollama.api import (
     honours_truncate,
     is_mlx,
     knows_think_max,
+    release,
     reported_text,
 )
 from ruledrift.text import json_kind
@@ -216,6 +217,11 @@ class OllamaAdapter:
             return (
                 f"truncate:false only (Ollama {version} counts only newly evaluated prompt "
                 "tokens, so the prompt-token check is off)"
+            )
+        if release(version) is None:
+            return (
+                f'token check only (Ollama version "{version}" is not a release, e.g. a build '
+                "from source, so truncate:false may be ignored)"
             )
         if not honours_truncate(version):
             return (

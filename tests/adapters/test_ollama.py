@@ -176,7 +176,8 @@ def test_open_records_version_and_digest_for_the_report() -> None:
         ("0.12.5", "token check only (Ollama 0.12.5 ignores truncate:false: upgrade to 0.12.6"),
         ("0.12.4", "token check only (Ollama 0.12.4 ignores truncate:false"),
         ("0.9.6", "token check only (Ollama 0.9.6 ignores truncate:false"),
-        ("0.0.0", "token check only (Ollama 0.0.0 ignores truncate:false"),  # built from source
+        ("0.0.0", 'token check only (Ollama version "0.0.0" is not a release, e.g. a build'),
+        ("nightly", 'token check only (Ollama version "nightly" is not a release'),
         ("0.30.0", "truncate:false only (Ollama 0.30.0 counts only newly evaluated prompt"),
         ("0.30.0-rc7", "truncate:false only (Ollama 0.30.0-rc7 counts only newly evaluated"),
         ("0.12.6", None),
