@@ -131,6 +131,7 @@ def show_outcome(
             overrides=overrides,
             environ=environ,
             emit=lambda line: output.command(line, out),
+            reports={name: str(path) for name, path in outcome.reports_written.items()},
         )
 
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ruledrift import app, cli, console
+from ruledrift import app, cli, console, output
 from ruledrift.action.files import created_root, give_back
 from ruledrift.action.inputs import InputError, Settings, parse_inputs, read_inputs
 from ruledrift.action.outputs import outputs_for, report_problems, write_outputs
@@ -27,6 +27,8 @@ from ruledrift.config import load_suite
 from ruledrift.errors import ExitCode, RuleDriftError
 from ruledrift.model import Suite
 from ruledrift.ollama.api import server_answers
+from ruledrift.reports.workflow_commands import workflow_command
+from ruledrift.text import markdown_inline
 
 PROBE_TIMEOUT_S = 2.0
 
@@ -59,6 +61,44 @@ def decide_server(settings: Settings, suite: Suite | None) -> tuple[bool, str]:
     if asyncio.run(server_answers(url, PROBE_TIMEOUT_S)):
         return False, f"start-ollama is auto and a server answers at {_shown(url)}"
     return True, f"start-ollama is auto and nothing answers at {_shown(url)}"
+
+
+CONTAINER_HINT = (
+    "RuleDrift runs inside the action's Docker container, where {url} is the container itself, "
+    "not the runner: a server started in an earlier step is not there. Use a service container "
+    "(base-url: http://ollama:11434 with a service named ollama), or let the action start "
+    "Ollama (start-ollama: true)."
+)
+
+
+def container_hint(
+    settings: Settings,
+    suite: Suite | None,
+    managed: bool,
+    code: int,
+    outcome: app.RunOutcome | None,
+) -> str | None:
+    """Why a loopback server could not be reached from inside the container, when that is the
+    likely cause of exit 3: a pull that failed, or a target that could not start."""
+    if code != ExitCode.RUN_ERROR or managed or suite is None:
+        return None
+    url = settings.base_url or getattr(suite.adapter, "base_url", None)
+    if not isinstance(url, str) or not is_loopback(url):
+        return None
+    if outcome is not None:
+        errors = {p.error or "" for p in outcome.result.probes}
+        if outcome.result.model_calls or not any("could not connect" in e for e in errors):
+            return None
+    return CONTAINER_HINT.format(url=_shown(url))
+
+
+def explain_container(hint: str, summary_file: str) -> None:
+    output.command(
+        workflow_command("notice", hint, {"title": "RuleDrift: 127.0.0.1 is the container"})
+    )
+    if summary_file:
+        with open(summary_file, "a", encoding="utf-8") as summary:
+            summary.write(f"> **Note:** {markdown_inline(hint, 2000)}\n\n")
 
 
 def try_load_suite(config: str) -> Suite | None:
@@ -161,6 +201,9 @@ def run_action(environ: Mapping[str, str], cwd: Path) -> int:
     code, outcome = int(ExitCode.INTERNAL), None  # the outputs if anything below raised
     try:
         code, outcome = _pull_then_run(settings, suite, managed)
+        hint = container_hint(settings, suite, managed, code, outcome)
+        if hint:
+            explain_container(hint, environ.get("GITHUB_STEP_SUMMARY", ""))
     finally:
         write_outputs(outputs_file, outputs_for(code, outcome))
         give_back(roots, workspace)

@@ -23,6 +23,7 @@ def publish(
     overrides: Sequence[str],
     environ: Mapping[str, str],
     emit: Callable[[str], None],
+    reports: Mapping[str, str] | None = None,
 ) -> None:
     """Each annotation to `emit` (one workflow command line, after the terminal report), then the
     job summary if GitHub gave a file for it. `overrides`: the target options the reproduction
@@ -37,4 +38,23 @@ def publish(
     if room < SUMMARY_MIN_BYTES:  # earlier runs in this step filled it: more would drop it all
         sys.stderr.write(f"ruledrift: warning: no room left in the job summary {path}\n")
         return
-    append_summary(path, render_summary(result, file, overrides, max_bytes=room))
+    summary = render_summary(
+        result,
+        file,
+        overrides,
+        max_bytes=room,
+        reports=reports,
+        artifacts_url=artifacts_url(environ),
+    )
+    append_summary(path, summary)
+
+
+def artifacts_url(environ: Mapping[str, str]) -> str | None:
+    """This workflow run's page, where the artifacts a workflow uploads are listed."""
+    parts = [
+        environ.get(k, "") for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
+    ]
+    if not all(parts) or not parts[0].startswith("https://"):
+        return None
+    server, repository, run_id = parts
+    return f"{server.rstrip('/')}/{repository}/actions/runs/{run_id}#artifacts"

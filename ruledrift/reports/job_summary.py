@@ -10,9 +10,10 @@ import re
 import shlex
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ruledrift import __version__
 from ruledrift.model import ProbeResult, RunResult, Status
 from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, plan_annotations
 from ruledrift.text import markdown_inline, repair_surrogates
@@ -41,11 +42,16 @@ def render_summary(
     overrides: Sequence[str] = (),
     *,
     max_bytes: int = SUMMARY_MAX_BYTES,
+    reports: Mapping[str, str] | None = None,
+    artifacts_url: str | None = None,
 ) -> str:
-    """Verdict, counts and target; the failed probes; the rule × boundary grid; every probe in a
-    collapsed section; the command that reproduces the failures. Beyond `max_bytes` the collapsed
-    section is cut first, then the table of failures, then the grid, each with a note."""
-    head, tail = _head(result, config), _rerun(config, result, overrides)
+    """Verdict, counts and target; the reports written (and where a workflow that uploads them
+    keeps them); the failed probes; the rule × boundary grid; every probe in a collapsed
+    section; the command that reproduces the failures, also as `docker run`. Beyond `max_bytes`
+    the collapsed section is cut first, then the table of failures, then the grid, each with a
+    note."""
+    head = _head(result, config) + _reports(reports or {}, artifacts_url)
+    tail = _rerun(config, result, overrides)
     room = max_bytes - _size(head) - _size(tail) - _CUT_NOTE_BYTES
     rendered: dict[str, str] = {}
     cut = False
@@ -103,6 +109,9 @@ def _head(result: RunResult, config: str) -> str:
     verdict = _VERDICTS[result.status]
     if result.interrupted:
         verdict = "⏹️ RuleDrift: interrupted, the run was stopped and the results are partial"
+    cause = _not_started(result)
+    if cause is not None:
+        verdict = "⛔ RuleDrift did not run: the target could not start"
     what = f"{markdown(target.adapter)} adapter"
     if target.model:
         what += f", model {_code(target.model)}"
@@ -126,6 +135,8 @@ def _head(result: RunResult, config: str) -> str:
         "|---:|---:|---:|---:|---:|---:|---:|",
         "| " + " | ".join(str(c) for c in counts) + " |\n",
     ]
+    if cause is not None:
+        lines.append(f"**Cause:** {markdown(cause, 2000)}\n")
     omitted = plan_annotations(result)[1]
     if omitted:
         lines.append(
@@ -134,6 +145,30 @@ def _head(result: RunResult, config: str) -> str:
             "them all.\n"
         )
     return "\n".join(lines) + "\n"
+
+
+def _not_started(result: RunResult) -> str | None:
+    """The cause, when the target could not start (no call made, every probe an error)."""
+    probes = result.probes
+    if result.model_calls or not probes or any(p.status != "error" for p in probes):
+        return None
+    errors = {p.error for p in probes}
+    cause = errors.pop() if len(errors) == 1 else None
+    prefix = "not run: the target could not start: "
+    return cause.removeprefix(prefix) if cause and cause.startswith(prefix) else None
+
+
+def _reports(reports: Mapping[str, str], artifacts_url: str | None) -> str:
+    if not reports:
+        return ""
+    listed = ", ".join(f"{markdown(name)} {_code(path)}" for name, path in reports.items())
+    line = f"**Reports:** {listed}"
+    if artifacts_url:
+        line += (
+            f" · uploaded with `actions/upload-artifact`, they are in [this run's artifacts]"
+            f"({markdown(artifacts_url)})"
+        )
+    return line + "\n\n"
 
 
 def _failed(result: RunResult) -> _Table:
@@ -208,8 +243,19 @@ def _rerun(config: str, result: RunResult, overrides: Sequence[str]) -> str:
     note = ""
     if failed > RERUN_MAX_SCENARIOS:
         note = f"(the first {RERUN_MAX_SCENARIOS} of the {failed} scenarios that did not pass)\n\n"
+    docker = docker_command(command)
     fence = "`" * max([3, *(len(run) + 1 for run in re.findall("`+", command))])
-    return f"### Reproduce\n\n{note}{fence}sh\n{command}\n{fence}\n"
+    return (
+        f"### Reproduce\n\n{note}{fence}sh\n{command}\n"
+        f"# or with nothing installed but Docker, from the repository's root:\n{docker}\n{fence}\n"
+    )
+
+
+def docker_command(command: str) -> str:
+    """`ruledrift run …` as `docker run` of this release's image (the same CLI inside)."""
+    image = f"ghcr.io/ruledrift/action:{__version__}"
+    mount = 'docker run --rm -v "$PWD:/work" -w /work'
+    return f"{mount} {image} {command.removeprefix('ruledrift ')}"
 
 
 def rerun_command(config: str, result: RunResult, overrides: Sequence[str]) -> str | None:

@@ -5,6 +5,7 @@ GITHUB_STEP_SUMMARY files. Offline: command agents and loopback Ollama fakes onl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -771,3 +772,59 @@ def test_the_logged_command_line_reproduces_the_run(action: Action) -> None:
     second = json.loads((action.workspace / "out/report.json").read_text())
     assert comparable(second) == comparable(first)
     assert [s["id"] for s in second["scenarios"]] == ["smalltalk"]  # --scenario reached the run
+
+
+# --- when the target cannot start -----------------------------------------------------------------
+
+
+def test_a_target_that_cannot_start_still_gives_reports_annotations_and_summary(
+    action: Action,
+) -> None:
+    """Nothing answers at the suite's 127.0.0.1 (inside the container, that is the container):
+    the reports exist with every probe an error, the summary says it did not run and why, and
+    a notice says what 127.0.0.1 means here."""
+    action.suite(data=ollama_suite("http://127.0.0.1:9"))
+    run = action.run({"config": "suite.json", "start-ollama": "false", "pull": "false"})
+    assert run.code == 3, run.log
+    assert (run.outputs["exit-code"], run.outputs["status"], run.outputs["errors"]) == (
+        "3",
+        "error",
+        "2",
+    )
+    report = json.loads((action.workspace / run.outputs["json"]).read_text(encoding="utf-8"))
+    assert report["summary"]["modelCalls"] == 0
+    assert run.summary.startswith("## ⛔ RuleDrift did not run: the target could not start")
+    assert "**Cause:** could not connect to Ollama at http://127.0.0.1:9" in run.summary
+    assert "where http://127.0.0.1:9 is the container itself, not the runner" in run.summary
+    notices = [line for line in run.stdout.splitlines() if line.startswith("::notice ")]
+    assert notices == [
+        "::notice title=RuleDrift%3A 127.0.0.1 is the container::"
+        + entrypoint.CONTAINER_HINT.format(url="http://127.0.0.1:9")
+    ]
+    errors = [line for line in run.stdout.splitlines() if line.startswith("::error ")]
+    assert len(errors) == 2  # one per probe, at its line
+
+
+def test_a_pull_from_a_loopback_server_that_fails_is_explained(action: Action) -> None:
+    action.suite(data=ollama_suite("http://127.0.0.1:9"))
+    run = action.run({"config": "suite.json", "start-ollama": "false"})
+    assert run.code == 3, run.log
+    assert "::error title=RuleDrift did not run::could not connect to Ollama" in run.stdout
+    assert "## ⛔ RuleDrift did not run" in run.summary
+    assert "is the container itself, not the runner" in run.summary
+
+
+def test_the_container_hint_is_for_loopback_servers_of_your_own(tmp_path: Path) -> None:
+    suite = entrypoint.try_load_suite(
+        str(write_suite(tmp_path, ollama_suite("http://127.0.0.1:9")))
+    )
+    settings = action_inputs.parse_inputs(
+        {**action_inputs.INPUTS, "config": str(tmp_path / "suite.json")}, tmp_path
+    )
+    hint = entrypoint.container_hint(settings, suite, False, 3, None)
+    assert hint is not None
+    assert "http://127.0.0.1:9 is the container itself" in hint
+    assert entrypoint.container_hint(settings, suite, True, 3, None) is None  # managed server
+    assert entrypoint.container_hint(settings, suite, False, 1, None) is None  # it ran
+    elsewhere = dataclasses.replace(settings, base_url="http://ollama:11434")
+    assert entrypoint.container_hint(elsewhere, suite, False, 3, None) is None

@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from ruledrift import __version__
+from ruledrift.errors import AdapterError
 from ruledrift.model import (
     RunResult,
     TargetInfo,
 )
-from ruledrift.reports import job_summary
+from ruledrift.reports import github, job_summary
+from ruledrift.runner import not_run
 from tests.support import results as factories
 from tests.support.github_log import (
     CONFIG,
@@ -111,9 +114,15 @@ def test_all_probes_in_a_collapsed_section() -> None:
 
 def test_reproduction_command_names_the_scenarios_that_did_not_pass() -> None:
     text = summary(overrides=("--model", "qwen3:8b", "--base-url", "http://ollama:11434"))
+    arguments = (
+        "run suites/secret.json --scenario smalltalk --scenario hostile-text "
+        "--scenario broken-turn --model qwen3:8b --base-url http://ollama:11434"
+    )
     assert (
-        "```sh\nruledrift run suites/secret.json --scenario smalltalk --scenario hostile-text "
-        "--scenario broken-turn --model qwen3:8b --base-url http://ollama:11434\n```"
+        f"```sh\nruledrift {arguments}\n"
+        "# or with nothing installed but Docker, from the repository's root:\n"
+        f'docker run --rm -v "$PWD:/work" -w /work ghcr.io/ruledrift/action:{__version__} '
+        f"{arguments}\n```"
     ) in text
     odd = job_summary.render_summary(factories.run_result(), "my ```suite```.json")
     assert "````sh\nruledrift run 'my ```suite```.json' --scenario" in odd
@@ -154,3 +163,40 @@ def test_then_the_table_of_failures_is_cut() -> None:
 def test_a_small_result_is_not_cut() -> None:
     assert "this summary was cut" not in summary()
     assert "not shown" not in summary()
+
+
+def test_the_reports_and_where_an_upload_keeps_them() -> None:
+    url = "https://github.com/o/r/actions/runs/42#artifacts"
+    reports = {"json": "out/report.json", "junit": "out/junit.xml"}
+    text = job_summary.render_summary(
+        factories.run_result(), CONFIG, reports=reports, artifacts_url=url
+    )
+    assert (
+        "**Reports:** json <code>out/report.json</code>, junit <code>out/junit.xml</code> · "
+        "uploaded with `actions/upload-artifact`, they are in [this run's artifacts]"
+        "(https://github.com/o/r/actions/runs/42#artifacts)"
+    ) in text
+    assert "**Reports:**" not in summary()
+
+
+def test_artifacts_url_comes_from_the_runner() -> None:
+    environ = {
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "o/r",
+        "GITHUB_RUN_ID": "42",
+    }
+    assert github.artifacts_url(environ) == "https://github.com/o/r/actions/runs/42#artifacts"
+    assert github.artifacts_url({**environ, "GITHUB_SERVER_URL": "javascript:x"}) is None
+    assert github.artifacts_url({}) is None
+
+
+def test_a_target_that_could_not_start_is_a_run_that_did_not_run() -> None:
+    result = factories.run_result()
+    cause = AdapterError("could not connect to Ollama at http://127.0.0.1:11434 | is it up?")
+    not_started = not_run(result.suite, result.suite.scenarios, result.target, cause)
+    text = job_summary.render_summary(not_started, CONFIG)
+    assert text.startswith("## ⛔ RuleDrift did not run: the target could not start\n")
+    assert (
+        "**Cause:** could not connect to Ollama at http://127.0.0.1:11434 &#124; is it up?"
+    ) in text
+    assert "did not run" not in summary()
