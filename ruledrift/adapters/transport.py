@@ -10,7 +10,7 @@ A server is trusted with nothing:
   a streamed line past `max_line_bytes`: a gzip bomb or an endless body is an error, not memory;
 - a body that is not JSON, or is nested too deeply for Python's parser, is an error of that call;
 - a redirect (3xx) is an error naming where it points (its query hidden), never followed;
-- a connect error stays a connect error when the deadline passes during the retries.
+- a server that cannot be reached is a connect error, also when `timeoutMs` ends the tries.
 
 Every message names the server and what was being done (`could not connect to Ollama at URL to
 list its models: …`, `Ollama at URL could not list its models: boom (HTTP 500)`) and holds no
@@ -22,6 +22,7 @@ to 300 characters, a message to 2,000, and control characters are shown as escap
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import ipaddress
 import json
@@ -43,6 +44,7 @@ MAX_BODY_BYTES = 10_000_000  # one answer, decoded: as the command adapter's std
 MAX_LINE_BYTES = 65_536  # one streamed line, decoded (Ollama's pull progress lines: ~150 bytes)
 MESSAGE_CHARS = 2_000  # an error message, after scrubbing
 SERVER_TEXT_CHARS = 300  # a server's own words (its error text, a header) inside a message
+CONNECT_MARGIN_S = 0.05  # connecting stops this long before a call's deadline (or 1/10 of it)
 FRAGMENT_CHARS = 12  # this many consecutive characters of a secret are scrubbed like all of it
 ACCEPT_ENCODING = "gzip, deflate"  # the encodings this module decodes with a bounded output
 _ERROR_BODY_BYTES = 16_384  # of an error body that is not JSON, read for its words
@@ -86,6 +88,7 @@ class Reply:
     reason: str
     headers: httpx.Headers
     body: bytes
+    tries: int = 1  # how many requests it took (HTTP 503 is tried again)
 
 
 Explain = Callable[[int, str], str | None]  # (HTTP status, error text) → message, or None
@@ -177,7 +180,8 @@ class JsonClient:
                 async for line in self._lines(response, what, failed):
                     yield line
         except (httpx.ConnectError, httpx.ConnectTimeout) as error:
-            raise self._connect_error(error, doing, attempts=1) from None
+            within_s = timeout.connect if isinstance(error, httpx.ConnectTimeout) else None
+            raise self._connect_error(error, doing, 1, within_s) from None
         except httpx.HTTPError as error:
             raise self._broken(error, "POST", path, doing) from None
 
@@ -206,12 +210,15 @@ class JsonClient:
         doing: str | None,
     ) -> Any:
         limit_s = self.server.timeout_ms / 1000
-        attempt = _Attempt()
         try:
             async with asyncio.timeout(limit_s):
-                reply = await self._send(method, path, body, doing, attempt)
+                reply = await self._send(method, path, body, doing, limit_s)
         except (TimeoutError, httpx.TimeoutException):
-            raise self._late(method, path, doing, attempt) from None
+            # connecting never meets the deadline (_send): the server has the request
+            raise self.error(
+                f"{self.where} did not answer {method} {path} within {limit_s:g} s "
+                f"(timeoutMs is {self.server.timeout_ms}): {self.server.too_slow}"
+            ) from None
         if missing_ok and reply.status == 404:
             return None
         if reply.status >= 300:
@@ -232,45 +239,41 @@ class JsonClient:
         path: str,
         body: Mapping[str, object] | None,
         doing: str | None,
-        attempt: _Attempt,
+        limit_s: float,
     ) -> Reply:
-        """The reply, after up to `attempts` tries of connect errors and HTTP 503."""
-        for number in range(1, self._retry.attempts + 1):
-            last = number == self._retry.attempts
-            attempt.begin(number)
+        """The reply, after up to `attempts` tries of connect errors and HTTP 503. Connecting
+        never runs into the call's deadline: each try may connect until just before it, and a
+        retry whose wait would reach it is not made. So a server that cannot be reached is a
+        connect error, however short `timeoutMs`, and the deadline means "did not answer"."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit_s - min(CONNECT_MARGIN_S, limit_s / 10)
+        for tries in range(1, self._retry.attempts + 1):
+            last, delay_s = tries == self._retry.attempts, self._retry.delay_s(tries)
+            timeout = httpx.Timeout(limit_s + 1, connect=max(deadline - loop.time(), 0.001))
             try:
-                reply = await self._exchange(method, path, body, attempt, may_retry=not last)
+                reply = await self._exchange(method, path, body, timeout)
             except (httpx.ConnectError, httpx.ConnectTimeout) as error:
-                attempt.connect_error = error
-                if last:
-                    raise self._connect_error(error, doing, self._retry.attempts) from None
+                late = isinstance(error, httpx.ConnectTimeout) or loop.time() + delay_s >= deadline
+                if last or late:
+                    within_s = limit_s if late else None
+                    raise self._connect_error(error, doing, tries, within_s) from None
             except httpx.TimeoutException:
                 raise  # the deadline is the caller's
             except httpx.HTTPError as error:
                 raise self._broken(error, method, path, doing) from None
             else:
-                if reply is not None:
-                    return reply
-            await asyncio.sleep(self._retry.delay_s(number))
+                if reply.status not in RETRY_STATUSES or last or loop.time() + delay_s >= deadline:
+                    return dataclasses.replace(reply, tries=tries)
+            await asyncio.sleep(delay_s)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _exchange(
-        self,
-        method: str,
-        path: str,
-        body: Mapping[str, object] | None,
-        attempt: _Attempt,
-        *,
-        may_retry: bool,
-    ) -> Reply | None:
-        """One request and its whole reply; None for a status worth another try (body unread)."""
-        request = self._client.build_request(
-            method, path, json=body, extensions={"trace": attempt.trace}
-        )
+        self, method: str, path: str, body: Mapping[str, object] | None, timeout: httpx.Timeout
+    ) -> Reply:
+        """One request and its whole reply."""
+        request = self._client.build_request(method, path, json=body, timeout=timeout)
         response = await self._client.send(request, stream=True)
         try:
-            if may_retry and response.status_code in RETRY_STATUSES:
-                return None
             return await self._receive(response, f"{method} {path}")
         finally:
             await response.aclose()
@@ -335,32 +338,21 @@ class JsonClient:
                 f"({decoder.encoding}: {error})"
             ) from None
 
-    def _late(self, method: str, path: str, doing: str | None, attempt: _Attempt) -> AdapterError:
-        """The message for a call whose deadline passed: before a connection carried the
-        request (connect errors and their retries, or a connect that hangs), or after."""
-        limit_s = self.server.timeout_ms / 1000
-        if not attempt.connected:
-            return self._connect_error(attempt.connect_error, doing, attempt.number, limit_s)
-        return self.error(
-            f"{self.where} did not answer {method} {path} within {limit_s:g} s "
-            f"(timeoutMs is {self.server.timeout_ms}): {self.server.too_slow}"
-        )
-
     def _connect_error(
         self,
-        error: httpx.HTTPError | None,
+        error: httpx.HTTPError,
         doing: str | None,
-        attempts: int,
+        tries: int,
         within_s: float | None = None,
     ) -> AdapterError:
+        """`within_s`: the time limit that ended the tries, if it did."""
         purpose = f" to {doing}" if doing else ""
-        deadline = "" if within_s is None else f" within {within_s:g} s"
-        limit = "" if within_s is None else f"timeoutMs is {self.server.timeout_ms}; "
-        cause = describe_error(error) if error else "the connection was not accepted in time"
-        tries = f"; tried {attempts} times" if attempts > 1 else ""
+        limit = "" if within_s is None else f" within {within_s:g} s"
+        timeout_ms = "" if within_s is None else f"timeoutMs is {self.server.timeout_ms}; "
+        tried = f"; tried {tries} times" if tries > 1 else ""
         return self.error(
-            f"could not connect to {self.where}{purpose}{deadline}: {self.server.not_running} "
-            f"({limit}{cause}{tries})"
+            f"could not connect to {self.where}{purpose}{limit}: {self.server.not_running} "
+            f"({timeout_ms}{describe_error(error)}{tried})"
         )
 
     def _broken(
@@ -385,8 +377,8 @@ class JsonClient:
             explained = f"{self.where} answered HTTP {status} to {method} {path}: {text}"
             if status == 404:
                 explained += f" ({self.server.wrong_url})"
-        if status in RETRY_STATUSES:
-            explained += f" (tried {self._retry.attempts} times)"
+        if reply.tries > 1:
+            explained += f" (tried {reply.tries} times)"
         return self.error(explained)
 
     def _redirect_error(self, reply: Reply, what: str) -> AdapterError:
@@ -400,25 +392,6 @@ class JsonClient:
 
     def _error_text(self, reply: Reply) -> str:
         return self.server_text(error_text(reply))
-
-
-@dataclass
-class _Attempt:
-    """How far one call got, for the message when its deadline passes: the try under way,
-    whether a connection carries its request yet, and the latest connect error."""
-
-    number: int = 0
-    connected: bool = False
-    connect_error: httpx.HTTPError | None = None
-
-    def begin(self, number: int) -> None:
-        self.number, self.connected = number, False
-
-    async def trace(self, event: str, info: Mapping[str, object]) -> None:
-        """httpcore's `trace` extension: `http11.send_request_headers.started` (or HTTP/2's)
-        comes once a connection, new or pooled, carries the request."""
-        if event.startswith(("http11.", "http2.")):
-            self.connected = True
 
 
 class _Decoder:

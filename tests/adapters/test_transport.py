@@ -261,9 +261,22 @@ def full_backlog() -> Iterator[str]:
 
 
 def test_a_connect_that_hangs_says_could_not_connect(full_backlog: str) -> None:
+    started = time.monotonic()
     message = failure(full_backlog, get_models, timeout_ms=500)
+    assert time.monotonic() - started < 1
     assert message.startswith(f"could not connect to the test server at {full_backlog} within")
-    assert "(timeoutMs is 500; the connection was not accepted in time)" in message
+    assert "within 0.5 s: is it running? (timeoutMs is 500; timed out)" in message
+
+
+def test_a_busy_server_within_a_short_deadline_says_busy() -> None:
+    busy = (503, {"error": {"message": "loading model"}})
+    slow_retries = Retry(attempts=3, base_delay_s=0.5)  # no time to wait for another try
+    with FakeOpenAI() as fake:
+        fake.script += [busy] * 3
+        message = failure(fake.base_url, get_models, timeout_ms=300, retry=slow_retries)
+        fast = failure(fake.base_url, get_models, timeout_ms=300, retry=Retry(2, 0.01))
+    assert message.endswith("answered HTTP 503 to GET /models: loading model")
+    assert fast.endswith("answered HTTP 503 to GET /models: loading model (tried 2 times)")
 
 
 def test_a_server_that_never_answers_did_not_answer() -> None:
