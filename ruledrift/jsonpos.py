@@ -4,27 +4,47 @@
 a second value under the same key. This parser accepts exactly RFC 8259 JSON (no NaN, no comments,
 no trailing commas), returns ordinary Python values, and records for each JSON pointer the
 line and column (1-based, counted in characters) of its value and, for object members, of its key.
+
+What enters here is made safe for everything downstream, once:
+- a number literal with a fraction or an exponent is always a float (`2.0` is not the integer 2);
+- legal JSON beyond what can be used is refused with its position (`JSONLimitError`): integers
+  outside 64 bits (Python would also refuse to convert one of more than 4,300 digits), numbers
+  that would become infinite or 0, nesting deeper than `MAX_DEPTH`;
+- lone UTF-16 surrogates in strings and keys (`"\\ud83d"`, legal JSON but not encodable as
+  UTF-8) become U+FFFD.
 """
 
 from __future__ import annotations
 
 import bisect
 import json.decoder
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ruledrift.text import cut_text, repair_surrogates
+
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
-_MAX_DEPTH = 100  # a suite nests about 8 deep; this keeps far from the recursion limit
+MAX_DEPTH = 100  # a suite nests about 8 deep; this keeps far from the recursion limit
+MIN_INTEGER, MAX_INTEGER = -(2**63), 2**63 - 1  # 64 bits, as the servers a suite reaches read them
+_MAX_INTEGER_DIGITS = len(str(MAX_INTEGER))
 
 
 class JSONSyntaxError(Exception):
-    def __init__(self, message: str, offset: int) -> None:
+    """Text that is not JSON, at `offset`, inside the value at `pointer`."""
+
+    def __init__(self, message: str, offset: int, pointer: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.offset = offset
+        self.pointer = pointer
+
+
+class JSONLimitError(JSONSyntaxError):
+    """Legal JSON that cannot be used: a number out of range, nesting too deep."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +81,8 @@ def pointer_of(*parts: str | int) -> str:
 
 
 def parse(text: str) -> Parsed:
-    """Parse `text`; raises JSONSyntaxError with the offset of the problem."""
+    """Parse `text`; raises JSONSyntaxError (JSONLimitError for legal JSON that cannot be used)
+    with the offset of the problem and the pointer of the value it is in."""
     doc = Parsed(text)
     end = _skip(text, 0)
     if end == len(text):
@@ -87,8 +108,9 @@ def _describe(text: str, pos: int) -> str:
 
 def _value(doc: Parsed, pos: int, pointer: str, depth: int) -> tuple[object, int]:
     text = doc.text
-    if depth > _MAX_DEPTH:
-        raise JSONSyntaxError(f"nesting deeper than {_MAX_DEPTH} levels", pos)
+    if depth > MAX_DEPTH:
+        message = f"nesting deeper than {MAX_DEPTH} levels; a suite needs about 8"
+        raise JSONLimitError(message, pos, pointer)
     doc.values[pointer] = pos
     char = text[pos : pos + 1]
     if char == "{":
@@ -96,26 +118,50 @@ def _value(doc: Parsed, pos: int, pointer: str, depth: int) -> tuple[object, int
     if char == "[":
         return _array(doc, pos + 1, pointer, depth)
     if char == '"':
-        return _string(text, pos)
+        return _string(text, pos, pointer)
     number = _NUMBER.match(text, pos)
     if number:
-        literal = number.group()
-        is_float = number.group(1) is not None or number.group(2) is not None
-        return (float(literal) if is_float else int(literal)), number.end()
+        return _number(number, pointer), number.end()
     for word, value in _LITERALS.items():
         if text.startswith(word, pos):
             return value, pos + len(word)
-    raise JSONSyntaxError(f"expected a JSON value, found {_describe(text, pos)}", pos)
+    raise JSONSyntaxError(f"expected a JSON value, found {_describe(text, pos)}", pos, pointer)
+
+
+def _number(number: re.Match[str], pointer: str) -> int | float:
+    """The literal's value: a float if it has a fraction or an exponent, else an integer."""
+    literal, pos = number.group(), number.start()
+    shown = cut_text(literal, 24) + (f" ({len(literal):,} characters)" if len(literal) > 24 else "")
+    if number.group(1) is None and number.group(2) is None:
+        too_long = len(literal.lstrip("-")) > _MAX_INTEGER_DIGITS  # before int(): 4,300 digits
+        if too_long or not MIN_INTEGER <= int(literal) <= MAX_INTEGER:
+            message = (
+                f"the integer {shown} is out of range: integers must fit in 64 bits "
+                f"({MIN_INTEGER} to {MAX_INTEGER})"
+            )
+            raise JSONLimitError(message, pos, pointer)
+        return int(literal)
+    value = float(literal)
+    if not math.isfinite(value):
+        message = f"the number {shown} is out of range: numbers must be finite (at most ~1.8e308)"
+        raise JSONLimitError(message, pos, pointer)
+    mantissa = literal.split("e")[0].split("E")[0]
+    if value == 0 and re.search("[1-9]", mantissa):
+        message = f"the number {shown} is too small to represent: it would become 0 (write 0)"
+        raise JSONLimitError(message, pos, pointer)
+    return value
 
 
 _scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
-def _string(text: str, pos: int) -> tuple[str, int]:
+def _string(text: str, pos: int, pointer: str) -> tuple[str, int]:
     try:
-        return _scanstring(text, pos + 1, True)
+        value, end = _scanstring(text, pos + 1, True)
     except json.JSONDecodeError as error:
-        raise JSONSyntaxError(error.msg[0].lower() + error.msg[1:], error.pos) from None
+        message = error.msg[0].lower() + error.msg[1:]
+        raise JSONSyntaxError(message, error.pos, pointer) from None
+    return repair_surrogates(value), end
 
 
 def _object(doc: Parsed, pos: int, pointer: str, depth: int) -> tuple[dict[str, object], int]:
@@ -128,15 +174,15 @@ def _object(doc: Parsed, pos: int, pointer: str, depth: int) -> tuple[dict[str, 
     while True:
         if text[pos : pos + 1] != '"':
             found = _describe(text, pos)
-            raise JSONSyntaxError(f"expected a double-quoted field name, found {found}", pos)
+            message = f"expected a double-quoted field name, found {found}"
+            raise JSONSyntaxError(message, pos, pointer)
         key_pos = pos
-        key, pos = _string(text, pos)
+        key, pos = _string(text, pos, pointer)
         member = pointer + "/" + escape_token(key)
         pos = _skip(text, pos)
         if text[pos : pos + 1] != ":":
-            raise JSONSyntaxError(
-                f"expected ':' after a field name, found {_describe(text, pos)}", pos
-            )
+            message = f"expected ':' after a field name, found {_describe(text, pos)}"
+            raise JSONSyntaxError(message, pos, member)
         pos = _skip(text, pos + 1)
         if key in first_seen:  # parsed for its syntax; the first value stays
             doc.duplicates.append(DuplicateKey(member, key_pos, first_seen[key]))
@@ -150,7 +196,8 @@ def _object(doc: Parsed, pos: int, pointer: str, depth: int) -> tuple[dict[str, 
         if char == "}":
             return result, pos + 1
         if char != ",":
-            raise JSONSyntaxError(f"expected ',' or '}}', found {_describe(text, pos)}", pos)
+            message = f"expected ',' or '}}', found {_describe(text, pos)}"
+            raise JSONSyntaxError(message, pos, pointer)
         pos = _skip(text, pos + 1)
 
 
@@ -168,5 +215,6 @@ def _array(doc: Parsed, pos: int, pointer: str, depth: int) -> tuple[list[object
         if char == "]":
             return result, pos + 1
         if char != ",":
-            raise JSONSyntaxError(f"expected ',' or ']', found {_describe(text, pos)}", pos)
+            message = f"expected ',' or ']', found {_describe(text, pos)}"
+            raise JSONSyntaxError(message, pos, pointer)
         pos = _skip(text, pos + 1)
