@@ -16,6 +16,7 @@ from ruledrift.text import json_kind
 
 ID_PATTERN = "^[a-z0-9._-]+$"
 SUPPORTED_VERSION = 1
+_EXACT_FLOAT = 2**53  # below this a float's integer value is exact: "e.g. 2 (not 2.0)"
 
 _TYPE_NAMES = {
     "object": "an object",
@@ -72,6 +73,8 @@ def findings(error: ValidationError) -> Iterator[SchemaFinding]:
 
 
 def _message(kind: object, value: object, expected: object, path: list[str | int]) -> str:
+    if kind == "type" and expected == "integer" and isinstance(value, float):
+        return _not_an_integer(value)
     if kind == "type":
         names = [expected] if isinstance(expected, str) else list(expected)  # type: ignore[call-overload]
         wanted = " or ".join(_TYPE_NAMES.get(n, n) for n in names)
@@ -90,20 +93,40 @@ def _message(kind: object, value: object, expected: object, path: list[str | int
             f"invalid id {show(value)}: ids use lowercase letters, numbers, dots, underscores "
             "and hyphens"
         )
+    if kind == "pattern" and path and path[-1] == "apiKeyEnv":
+        return (
+            f"invalid environment variable name {show(value)}: use letters, digits and "
+            "underscores, not starting with a digit"
+        )
     if kind == "pattern" and path and path[-1] == "flags":
         return f"invalid flags {show(value)}: JavaScript flags are d, g, i, m, s, u, v and y"
     if kind == "minItems":
         what = str(path[-1]) if path else "items"
         return f"expected at least {expected} item(s) in {what}, got {len(value)}"  # type: ignore[arg-type]
+    if kind == "maxItems":
+        what = str(path[-1]) if path else "items"
+        return f"expected at most {expected} item(s) in {what}, got {len(value):,}"  # type: ignore[arg-type]
     if kind == "minLength":
         return "must not be empty"
     if kind == "maxLength":
         return f"longer than {expected} characters"
     if kind == "minimum":
         return f"expected a number of at least {expected}, got {show(value)}"
+    if kind == "maximum" and path and path[-1] == "timeoutMs":
+        return f"expected at most {expected} milliseconds (a day), got {show(value)}"
+    if kind == "maximum":
+        return f"expected a number of at most {expected}, got {show(value)}"
     if kind == "oneOf" and path and path[-1] == "think":
-        return f'expected true, false, "low", "medium" or "high"; got {show(value)}'
+        return f'expected true, false, "low", "medium", "high" or "max"; got {show(value)}'
     return f"{kind}: {show(value)} does not satisfy {show(expected)}"
+
+
+def _not_an_integer(value: float) -> str:
+    """For `2.0` where an integer belongs: the parser keeps a literal with a fraction or an
+    exponent a number, so the contract's integers are written as integers."""
+    if value.is_integer() and abs(value) < _EXACT_FLOAT:
+        return f"expected an integer, e.g. {int(value)} (not {show(value)})"
+    return f"expected an integer (digits only, no fraction or exponent), got {show(value)}"
 
 
 def context(data: object, path: Sequence[str | int]) -> str:

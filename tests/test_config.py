@@ -1,6 +1,11 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -8,8 +13,8 @@ import pytest
 
 from ruledrift.adapters.command import CommandAdapterConfig
 from ruledrift.adapters.ollama import OllamaAdapterConfig
-from ruledrift.config import load_suite
-from ruledrift.errors import ConfigError
+from ruledrift.config import MAX_SUITE_BYTES, load_suite
+from ruledrift.errors import MAX_SHOWN_ISSUES, ConfigError
 from ruledrift.model import MatchesAssertion, TextAssertion
 from tests.support.suites import base_suite, position_of, write_suite
 
@@ -132,10 +137,11 @@ def test_byte_order_mark_is_tolerated(tmp_path: Path) -> None:
             '{\n  "version": 1,\n}',
             ":3:1: /: invalid JSON: expected a double-quoted field name, found '}'",
         ),
-        ('{"a": [1, 2', ":1:12: /: invalid JSON: expected ',' or ']', found the end of the file"),
-        ('{"a": NaN}', ":1:7: /: invalid JSON: expected a JSON value, found 'N'"),
+        ('{"a": [1, 2', ":1:12: /a: invalid JSON: expected ',' or ']', found the end of the file"),
+        ('{"a": NaN}', ":1:7: /a: invalid JSON: expected a JSON value, found 'N'"),
         ('{"a": 1} {"b": 2}', ":1:10: /: invalid JSON: unexpected text after the JSON value"),
-        ('{"a": "x\ty"}', ":1:9: /: invalid JSON: invalid control character at"),
+        ('{"a": "x\ty"}', ":1:9: /a: invalid JSON: invalid control character at"),
+        ('{"a": {"b" 1}}', ":1:12: /a/b: invalid JSON: expected ':' after a field name, found '1'"),
         ("// comment\n{}", ":1:1: /: invalid JSON: expected a JSON value, found '/'"),
     ],
 )
@@ -145,8 +151,10 @@ def test_malformed_json_names_the_position(tmp_path: Path, text: str, expected: 
 
 
 def test_deep_nesting_is_an_error_not_a_crash(tmp_path: Path) -> None:
-    path = write_suite(tmp_path, "[" * 100_000 + "]" * 100_000)
-    assert "nesting deeper than" in one_problem(path)
+    path = write_suite(tmp_path, "[" * 200_000 + "]" * 200_000)
+    assert one_problem(path) == (
+        f"{path}:1:102: {'/0' * 101}: nesting deeper than 100 levels; a suite needs about 8"
+    )
 
 
 # --- schema problems ---------------------------------------------------------------------------
@@ -381,3 +389,387 @@ def test_a_scenario_description_is_kept(tmp_path: Path) -> None:
     data["scenarios"][0]["description"] = "Small talk, then the secret is asked for."
     scenario = load_suite(write_suite(tmp_path, data)).scenarios[0]
     assert scenario.description == "Small talk, then the secret is asked for."
+
+
+# --- numbers: integers are integers, and every number can be used -----------------------------
+
+
+def suite_with(tmp_path: Path, data: dict[str, Any], placeholder: str, literal: str) -> Path:
+    """The suite with the JSON string `placeholder` replaced by a raw number literal."""
+    text = json.dumps(data, indent=2).replace(json.dumps(placeholder), literal)
+    return write_suite(tmp_path, text)
+
+
+def openai_suite(**adapter: object) -> dict[str, Any]:
+    data = base_suite()
+    data["adapter"] = {"type": "openai", "model": "m", "baseUrl": "http://127.0.0.1:9/v1"}
+    data["adapter"].update(adapter)
+    return data
+
+
+def test_an_integral_float_is_not_an_integer(tmp_path: Path) -> None:
+    data = base_suite()
+    data["scenarios"][0]["probes"][1]["afterTurn"] = "AT"
+    path = suite_with(tmp_path, data, "AT", "2.0")
+    line, column = position_of(path, "2.0")
+    assert one_problem(path) == (
+        f"{path}:{line}:{column}: /scenarios/0/probes/1/afterTurn: expected an integer, e.g. 2 "
+        '(not 2.0) (scenario "smalltalk", probe "late")'
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "pointer", "literal", "message"),
+    [
+        (
+            base_suite(),
+            "/version",
+            "1.0",
+            "unsupported version 1.0: this RuleDrift reads version 1",
+        ),
+        (
+            base_suite(),
+            "/adapter/timeoutMs",
+            "3e4",
+            "expected an integer, e.g. 30000 (not 30000.0)",
+        ),
+        (openai_suite(), "/adapter/timeoutMs", "1000.0", "expected an integer, e.g. 1000"),
+        (openai_suite(options={}), "/adapter/options/seed", "42.0", "e.g. 42 (not 42.0)"),
+        (openai_suite(options={}), "/adapter/options/max_tokens", "1E2", "e.g. 100 (not 100.0)"),
+        (
+            base_suite(),
+            "/scenarios/0/probes/1/afterTurn",
+            "1e300",  # no "at most 10000" as well: the type is what is wrong
+            "expected an integer (digits only, no fraction or exponent), got 1e+300",
+        ),
+    ],
+)
+def test_every_integer_field_refuses_a_float(
+    tmp_path: Path, data: dict[str, Any], pointer: str, literal: str, message: str
+) -> None:
+    parts = pointer.strip("/").split("/")
+    target: Any = data
+    for part in parts[:-1]:
+        target = target[int(part)] if isinstance(target, list) else target[part]
+    target[parts[-1]] = "NUMBER"
+    path = suite_with(tmp_path, data, "NUMBER", literal)
+    line, column = position_of(path, literal)
+    found = one_problem(path)
+    assert found.startswith(f"{path}:{line}:{column}: {pointer}: ")
+    assert message in found
+
+
+@pytest.mark.parametrize(
+    ("literal", "message"),
+    [
+        ("1e400", "the number 1e400 is out of range: numbers must be finite (at most ~1.8e308)"),
+        ("-1e999", "the number -1e999 is out of range"),
+        ("1e-400", "the number 1e-400 is too small to represent: it would become 0 (write 0)"),
+        ("9" * 5000, "the integer 99999999999999999999999… (5,000 characters) is out of range"),
+        ("9" * 400, "(400 characters) is out of range: integers must fit in 64 bits"),
+        ("9223372036854775808", "is out of range: integers must fit in 64 bits"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("adapter", "field"),
+    [
+        ({"type": "command", "command": "python3"}, "/adapter/timeoutMs"),
+        ({"type": "ollama", "model": "m", "options": {}}, "/adapter/options/num_ctx"),
+        ({"type": "ollama", "model": "m", "options": {"nested": {}}}, "/adapter/options/nested/x"),
+        (openai_suite(extraBody={})["adapter"], "/adapter/extraBody/top_k"),
+        (openai_suite(options={})["adapter"], "/adapter/options/temperature"),
+    ],
+)
+def test_numbers_that_cannot_be_used_are_located_errors(
+    tmp_path: Path, literal: str, message: str, adapter: dict[str, Any], field: str
+) -> None:
+    data = base_suite()
+    data["adapter"] = adapter
+    target = adapter
+    for part in field.split("/")[2:-1]:
+        target = target[part]
+    target[field.rsplit("/", 1)[1]] = "NUMBER"
+    path = suite_with(tmp_path, data, "NUMBER", literal)
+    line, column = position_of(path, literal)
+    found = one_problem(path)
+    assert found.startswith(f"{path}:{line}:{column}: {field}: ")
+    assert message in found
+
+
+@pytest.mark.parametrize(
+    "adapter",
+    [
+        {"type": "command", "command": "python3"},
+        {"type": "ollama", "model": "m"},
+        openai_suite()["adapter"],
+    ],
+)
+def test_timeout_is_at_most_a_day(tmp_path: Path, adapter: dict[str, Any]) -> None:
+    data = base_suite()
+    data["adapter"] = adapter
+    data["adapter"]["timeoutMs"] = 86_400_000
+    loaded = load_suite(write_suite(tmp_path, data)).adapter
+    assert getattr(loaded, "timeout_ms", None) == 86_400_000
+    data["adapter"]["timeoutMs"] = 86_400_001
+    assert one_problem(write_suite(tmp_path, data)).endswith(
+        "/adapter/timeoutMs: expected at most 86400000 milliseconds (a day), got 86400001"
+    )
+
+
+def test_turns_and_after_turn_are_bounded(tmp_path: Path) -> None:
+    data = base_suite()
+    data["scenarios"][0]["turns"] = ["hi"] * 10_000
+    data["scenarios"][0]["probes"][1]["afterTurn"] = 10_000
+    assert load_suite(write_suite(tmp_path, data)).model_calls == 10_000 + 2
+    data["scenarios"][0]["turns"].append("one more")
+    data["scenarios"][0]["probes"][1]["afterTurn"] = 10_001
+    assert [p.split(": ", 1)[1] for p in problems(write_suite(tmp_path, data))] == [
+        "/scenarios/0/turns: expected at most 10000 item(s) in turns, got 10,001 "
+        '(scenario "smalltalk")',
+        "/scenarios/0/probes/1/afterTurn: expected a number of at most 10000, got 10001 "
+        '(scenario "smalltalk", probe "late")',
+    ]
+
+
+# --- files that are not suites -----------------------------------------------------------------
+
+
+# `ruledrift validate` in a child bounded in time and memory: a reader that blocks or never
+# stops would otherwise hang the test run or take the machine's memory with it
+_BOUNDED_VALIDATE = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2**31, 2**31))
+from ruledrift.cli import main
+sys.exit(main(["validate", sys.argv[1]]))
+"""
+
+
+def validate_bounded(path: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", _BOUNDED_VALIDATE, str(path)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "suite.json"
+    os.mkfifo(fifo)  # nobody writes to it: reading it would wait forever
+    done = validate_bounded(fifo)
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"{fifo}:1:1: /: is a FIFO (named pipe), not a regular file; expected a RuleDrift suite "
+        "(a JSON file): pipes and devices are refused, as reading one may never end\n"
+        "error: 1 problem(s) in the configuration\n",
+    )
+
+
+def test_a_device_that_never_ends_is_refused() -> None:
+    done = validate_bounded(Path("/dev/zero"))
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.startswith("/dev/zero:1:1: /: is a character device, not a regular file")
+
+
+def test_a_suite_over_16_mib_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "suite.json"
+    with path.open("wb") as file:
+        file.truncate(MAX_SUITE_BYTES + 1)  # sparse: no 16 MiB written, none read
+    assert one_problem(path) == (
+        f"{path}:1:1: /: is 16,777,217 bytes; a suite may be at most 16 MiB (16,777,216 bytes): "
+        "split it into several suites"
+    )
+    path.write_bytes(b" " * MAX_SUITE_BYTES)
+    assert one_problem(path).endswith(
+        "the file is empty; expected a RuleDrift suite (a JSON object)"
+    )
+
+
+@pytest.mark.parametrize("name", ["a" * 5000, "a" * 256 + ".json", "d/" * 2100 + "suite.json"])
+def test_a_path_too_long_is_a_configuration_error(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    assert one_problem(path) == (
+        f"{path}:1:1: /: cannot be opened: the path, or a name in it, is too long for the "
+        "operating system (File name too long); use a shorter path"
+    )
+
+
+def test_a_path_with_a_nul_character_is_a_configuration_error(tmp_path: Path) -> None:
+    path = tmp_path / "suite\0.json"
+    assert one_problem(path) == (
+        f"{tmp_path}/suite\\x00.json:1:1: /: cannot be opened: the path contains a NUL character"
+    )
+
+
+# --- many problems -----------------------------------------------------------------------------
+
+
+def test_a_hundred_problems_are_shown_and_all_are_kept(tmp_path: Path) -> None:
+    data = base_suite()
+    data.update({f"k{i}": 1 for i in range(100_000)})
+    path = write_suite(tmp_path, data)
+    started = time.monotonic()
+    with pytest.raises(ConfigError) as caught:
+        load_suite(path)
+    elapsed = time.monotonic() - started
+    assert elapsed < 15, elapsed  # about 1.3 s when measured; generous for a busy machine
+    assert len(caught.value.issues) == 100_000
+    shown = str(caught.value).split("\n")
+    assert len(shown) == MAX_SHOWN_ISSUES + 1
+    assert shown[0].startswith(f"{path}:")
+    assert shown[-1] == "… and 99,900 more problem(s)"
+    assert len(str(caught.value)) < 30_000
+
+
+def test_exactly_a_hundred_problems_have_no_count_line(tmp_path: Path) -> None:
+    data = base_suite()
+    data.update({f"k{i}": 1 for i in range(100)})
+    with pytest.raises(ConfigError) as caught:
+        load_suite(write_suite(tmp_path, data))
+    assert str(caught.value).split("\n")[-1].startswith(str(tmp_path))
+
+
+def test_an_unknown_rule_names_a_few_of_the_rules(tmp_path: Path) -> None:
+    data = base_suite()
+    data["rules"] = [{"id": f"r{i}", "instruction": "x"} for i in range(5_000)]
+    data["scenarios"][0]["probes"][0]["rule"] = "nope"
+    data["scenarios"][0]["probes"][1]["rule"] = "r4999"
+    assert one_problem(write_suite(tmp_path, data)).endswith(
+        '/scenarios/0/probes/0/rule: unknown rule "nope" '
+        "(rules: r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, … and 4,990 more)"
+    )
+
+
+# --- hostile text: surrogates, control characters ----------------------------------------------
+
+
+def test_lone_surrogates_are_repaired_where_they_enter(tmp_path: Path) -> None:
+    data = base_suite()
+    data["adapter"] = {"type": "ollama", "model": "m", "options": {"stop": "LONE"}}
+    data["name"] = data["systemPrompt"] = data["rules"][0]["instruction"] = "LONE"
+    scenario = data["scenarios"][0]
+    scenario["description"] = scenario["turns"][0] = scenario["probes"][0]["prompt"] = "LONE"
+    scenario["probes"][0]["assertions"] = [
+        {"type": "contains", "value": "LONE"},
+        {"type": "matches", "pattern": "LONE"},
+    ]
+    text = json.dumps(data).replace("LONE", "a\\ud83db\\ude00 \\ud83d\\ude00")
+    text = text.replace('"stop"', '"key\\udfff"')
+    suite = load_suite(write_suite(tmp_path, text))
+    repaired = "a\ufffdb\ufffd 😀"
+    scenario_ = suite.scenarios[0]
+    probe = scenario_.probes[0]
+    assert isinstance(suite.adapter, OllamaAdapterConfig)
+    assert suite.adapter.options == {"key\ufffd": repaired}
+    assert {
+        suite.name,
+        suite.system_prompt,
+        suite.rules[0].instruction,
+        scenario_.description,
+        scenario_.turns[0],
+        probe.prompt,
+    } == {repaired}
+    assert probe.assertions == (
+        TextAssertion("contains", repaired, False),
+        MatchesAssertion(repaired, ""),
+    )
+
+
+HOSTILE = "x\n/tmp/forged.json:1:1: /: forged\r\x1b[31m\x9b2J\u2028\t::error::y"
+
+
+def assert_one_clean_line(issue: str) -> None:
+    assert re.search(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", issue) is None, repr(issue)
+
+
+def test_hostile_keys_and_values_cannot_forge_a_line(tmp_path: Path) -> None:
+    data = base_suite()
+    data[HOSTILE] = 1
+    data["rules"].append({"id": HOSTILE, "instruction": "x"})
+    data["rules"][0]["severity"] = HOSTILE
+    data["scenarios"][0]["probes"][0]["rule"] = "no-such-rule"
+    path = write_suite(tmp_path, data)
+    with pytest.raises(ConfigError) as caught:
+        load_suite(path)
+    issues = [str(issue) for issue in caught.value.issues]
+    assert len(issues) == 4, issues
+    for issue in issues:
+        assert issue.startswith(f"{path}:")
+        assert_one_clean_line(issue)
+    assert str(caught.value).split("\n") == issues
+    assert "/x ⏎ ~1tmp~1forged.json:1:1: ~1: forged\\r\\x1b[31m\\x9b2J\\u2028\\t::error::y: " in (
+        "\n".join(issues)
+    )
+
+
+def test_a_hostile_file_name_cannot_forge_a_line(tmp_path: Path) -> None:
+    path = tmp_path / "a\nb.json:1:1: /: forged\x1b]0;x\x07"
+    issue = one_problem(path)
+    assert_one_clean_line(issue)
+    assert issue.endswith(": /: file not found")
+
+
+# --- everything that validates can run ---------------------------------------------------------
+
+
+def test_ollama_think_accepts_max(tmp_path: Path) -> None:
+    data = base_suite()
+    data["adapter"] = {"type": "ollama", "model": "m", "think": "max"}
+    adapter = load_suite(write_suite(tmp_path, data)).adapter
+    assert isinstance(adapter, OllamaAdapterConfig)
+    assert adapter.think == "max"
+    data["adapter"]["think"] = "maximum"
+    assert one_problem(write_suite(tmp_path, data)).endswith(
+        '/adapter/think: expected true, false, "low", "medium", "high" or "max"; got "maximum"'
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "pointer", "fragment"),
+    [
+        (lambda d: d["rules"][1].update(id="english\n"), "/rules/1/id", "invalid id"),
+        (
+            lambda d: d["scenarios"][0]["probes"][1].update(id="late\n"),
+            "/scenarios/0/probes/1/id",
+            "invalid id",
+        ),
+        (
+            lambda d: d["scenarios"][0]["probes"][0].update(
+                assertions=[{"type": "matches", "pattern": "a", "flags": "g\n"}]
+            ),
+            "/scenarios/0/probes/0/assertions/0/flags",
+            'invalid flags "g\\n"',
+        ),
+        (
+            lambda d: d.update(adapter=openai_suite(apiKeyEnv="KEY\n")["adapter"]),
+            "/adapter/apiKeyEnv",
+            'invalid environment variable name "KEY\\n": use letters, digits and underscores',
+        ),
+    ],
+)
+def test_patterns_are_ecmascript_a_final_newline_does_not_pass(
+    tmp_path: Path, change: Any, pointer: str, fragment: str
+) -> None:
+    data = base_suite()
+    change(data)
+    found = one_problem(write_suite(tmp_path, data))
+    assert f": {pointer}: " in found
+    assert fragment in found
+
+
+def test_deep_nesting_in_options_is_a_located_error(tmp_path: Path) -> None:
+    data = base_suite()
+    data["adapter"] = {"type": "ollama", "model": "m", "options": {"x": "DEEP"}}
+    path = suite_with(tmp_path, data, "DEEP", "[" * 200_000 + "]" * 200_000)
+    line, column = position_of(path, "[" * 99)  # x is at depth 3: the 99th "[" is too deep
+    assert one_problem(path) == (
+        f"{path}:{line}:{column + 98}: /adapter/options/x{'/0' * 98}: nesting deeper than 100 "
+        "levels; a suite needs about 8"
+    )
+
+
+def test_long_strings_load_and_messages_stay_short(tmp_path: Path) -> None:
+    data = base_suite()
+    data["scenarios"][0]["probes"][0]["prompt"] = "p" * 10_000_000
+    data["rules"][0]["severity"] = "s" * 1_000_000
+    found = one_problem(write_suite(tmp_path, data))
+    assert found.endswith(f'got "{"s" * 56}... (rule "never-disclose-secret")')
+    assert len(found) < 400
+    del data["rules"][0]["severity"]
+    assert len(load_suite(write_suite(tmp_path, data)).scenarios[0].probes[0].prompt) == 10**7
