@@ -170,15 +170,27 @@ class JsonClient:
         than `max_line_bytes`. Parse the lines with `parse_json`."""
         timeout = httpx.Timeout(self.server.timeout_ms / 1000, read=idle_timeout_s)
         what = f"POST {path}"
+        request = self._client.build_request("POST", path, json=body, timeout=timeout)
         try:
-            async with self._client.stream("POST", path, json=body, timeout=timeout) as response:
+            # no `async with client.stream()`: a generator-based context manager inside this
+            # generator breaks when a caller leaves the loop early and both are finalized
+            response = await self._client.send(request, stream=True)
+            try:
                 if not response.is_success:
                     reply = await self._receive(response, what)
                     if is_redirect(reply.status):
                         raise self._redirect_error(reply, what)
                     raise self.error(f"{failed}: {self._error_text(reply)} (HTTP {reply.status})")
-                async for line in self._lines(response, what, failed):
+                decoder, lines = self._decoder(response, what), _Lines(self._max_line)
+                async for raw in response.aiter_raw():
+                    decoder.feed(raw)
+                    while chunk := self._decoded(decoder, self._max_line + 1, what):
+                        for line in self._split(lines, chunk, failed):
+                            yield line
+                for line in lines.end():
                     yield line
+            finally:
+                await response.aclose()
         except (httpx.ConnectError, httpx.ConnectTimeout) as error:
             within_s = timeout.connect if isinstance(error, httpx.ConnectTimeout) else None
             raise self._connect_error(error, doing, 1, within_s) from None
@@ -299,25 +311,14 @@ class JsonClient:
         headers = response.headers
         return Reply(response.status_code, response.reason_phrase, headers, b"".join(chunks))
 
-    async def _lines(self, response: httpx.Response, what: str, failed: str) -> AsyncIterator[str]:
-        """The non-empty lines of a streamed body, each at most `max_line_bytes` decoded."""
-        decoder = self._decoder(response, what)
-        pending = b""
-        async for raw in response.aiter_raw():
-            decoder.feed(raw)
-            while chunk := self._decoded(decoder, self._max_line + 1, what):
-                *lines, pending = (pending + chunk).split(b"\n")
-                for line in [*lines, pending]:
-                    if len(line) > self._max_line:
-                        raise self.error(
-                            f"{failed}: {self.where} sent a line of more than "
-                            f"{self._max_line:,} bytes, the limit for one streamed line"
-                        )
-                for line in lines:
-                    if line.strip():
-                        yield line.decode("utf-8", "replace").rstrip("\r")
-        if pending.strip():
-            yield pending.decode("utf-8", "replace").rstrip("\r")
+    def _split(self, lines: _Lines, chunk: bytes, failed: str) -> list[str]:
+        try:
+            return lines.split(chunk)
+        except ValueError:
+            raise self.error(
+                f"{failed}: {self.where} sent a line of more than {self._max_line:,} bytes, the "
+                "limit for one streamed line"
+            ) from None
 
     def _decoder(self, response: httpx.Response, what: str) -> _Decoder:
         encoding = content_encoding(response.headers)
@@ -394,6 +395,28 @@ class JsonClient:
         return self.server_text(error_text(reply))
 
 
+class _Lines:
+    """Cuts decoded bytes into non-empty lines of at most `limit` bytes (a longer one is a
+    ValueError), keeping the unfinished last line for the next chunk."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._pending = b""
+
+    def split(self, chunk: bytes) -> list[str]:
+        *lines, self._pending = (self._pending + chunk).split(b"\n")
+        if any(len(line) > self._limit for line in [*lines, self._pending]):
+            raise ValueError("a line is too long")
+        return [_text(line) for line in lines if line.strip()]
+
+    def end(self) -> list[str]:
+        return [_text(self._pending)] if self._pending.strip() else []
+
+
+def _text(line: bytes) -> str:
+    return line.decode("utf-8", "replace").rstrip("\r")
+
+
 class _Decoder:
     """Undoes a Content-Encoding (identity, gzip, deflate) a bounded step at a time: `feed` the
     raw bytes, then `take` decoded bytes until it returns b"" (it wants more input)."""
@@ -409,6 +432,9 @@ class _Decoder:
 
     def take(self, most: int) -> bytes:
         """At most `most` decoded bytes. Raises zlib.error for a corrupt body."""
+        if self._zlib is None and len(self._input) <= most:
+            data, self._input = self._input, b""
+            return data
         if self._zlib is None:
             data, self._input = self._input[:most], self._input[most:]
             return data

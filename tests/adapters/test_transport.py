@@ -5,6 +5,7 @@ terminal-safe; and the checks of a server URL."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import json
 import socket
@@ -29,6 +30,7 @@ from ruledrift.adapters.transport import (
 )
 from ruledrift.config import load_suite
 from ruledrift.errors import AdapterError, ConfigError
+from ruledrift.ollama.api import OllamaAPI
 from tests.support.ollama_fake import free_port
 from tests.support.openai_fake import FakeOpenAI, RawReply
 from tests.support.suites import base_suite, write_suite
@@ -197,6 +199,28 @@ def test_streamed_lines_are_capped_and_decoded() -> None:
     assert lines == ['{"status": "pulling"}', '{"status": "success"}']
     assert "pulling failed: the test server at" in too_long
     assert "sent a line of more than 1,000 bytes, the limit for one streamed line" in too_long
+
+
+def test_a_caller_may_leave_the_stream_early() -> None:
+    """The Ollama client leaves the stream at its first error line (or success line): the
+    abandoned stream is finalized as the event loop ends, and that must go without an error."""
+    errors: list[str] = []
+
+    async def pull(url: str) -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _, context: errors.append(context["message"]))
+        async with OllamaAPI(url) as api:
+            await api.pull("m", lambda progress: None)
+
+    with FakeOpenAI() as fake:
+        fake.script.append(RawReply(200, body=b"not json\n"))
+        gc.disable()  # a collection would close the stream early, by chance, and hide the case
+        try:
+            with pytest.raises(AdapterError, match="a progress line is not JSON"):
+                asyncio.run(pull(fake.base_url.removesuffix("/v1")))
+        finally:
+            gc.enable()
+    assert errors == []
 
 
 def test_a_streamed_error_body_is_capped_too() -> None:
