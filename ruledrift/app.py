@@ -29,7 +29,14 @@ from ruledrift.adapters.registry import adapter_type, create_adapter
 from ruledrift.adapters.transport import url_problem
 from ruledrift.config import load_suite
 from ruledrift.errors import AdapterError, ExitCode, ReportError, UsageError
-from ruledrift.model import AdapterConfig, RunResult, Scenario, Suite, TargetInfo
+from ruledrift.model import (
+    AdapterConfig,
+    RunResult,
+    Scenario,
+    ScenarioResult,
+    Suite,
+    TargetInfo,
+)
 from ruledrift.ollama.api import PullProgress, ensure_model
 from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_models_dir
 from ruledrift.regex_workers import RegexEvaluator
@@ -196,6 +203,9 @@ class SilentObserver:
         pass
 
     def probe_finished(self, scenario: Scenario, result: object) -> None:
+        pass
+
+    def scenario_finished(self, result: ScenarioResult) -> None:
         pass
 
     def pull_progress(self, event: PullProgress) -> None:

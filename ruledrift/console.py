@@ -9,20 +9,26 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
 
 from ruledrift import app, output
 from ruledrift.errors import ConfigError, RuleDriftError, UsageError
-from ruledrift.model import ProbeResult, Scenario, Suite
+from ruledrift.model import ProbeResult, Scenario, ScenarioResult, Suite
 from ruledrift.ollama.api import PullProgress
 from ruledrift.reports import github, workflow_commands
 from ruledrift.reports.job_summary import append_summary
 from ruledrift.reports.not_run import render_not_run_annotations, render_not_run_summary
 from ruledrift.reports.pull_progress import PullProgressPrinter
-from ruledrift.reports.terminal import Progress, TerminalOptions, header, render_terminal
+from ruledrift.reports.terminal import (
+    Progress,
+    TerminalOptions,
+    header,
+    render_ending,
+    render_scenario,
+)
 from ruledrift.text import terminal_lines, terminal_safe
 
 
@@ -41,16 +47,47 @@ class Display:
         return argv + (["--github", "off"] if self.github == "off" else [])
 
 
-class ConsoleObserver:
-    """A RunObserver that prints: the header and a progress line (on a TTY) to stdout, pull
-    progress and warnings to stderr."""
+def terminal_options(
+    request: app.RunRequest, display: Display, environ: Mapping[str, str], out: TextIO
+) -> TerminalOptions:
+    """Colour and previews on a TTY outside CI, every answer with --include-responses."""
+    tty = out.isatty()
+    return TerminalOptions(
+        colour=tty and not display.no_color and not environ.get("NO_COLOR"),
+        previews=request.include_responses or (tty and not environ.get("CI")),
+        responses=request.include_responses,
+        quiet=display.quiet,
+    )
 
-    def __init__(self, display: Display, stdout: TextIO, stderr: TextIO) -> None:
+
+class ConsoleObserver:
+    """A RunObserver that prints: the header, each scenario's results as soon as it finishes,
+    and a progress line (on a TTY) to stdout; pull progress and warnings to stderr."""
+
+    def __init__(
+        self,
+        display: Display,
+        stdout: TextIO,
+        stderr: TextIO,
+        options: TerminalOptions | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self._display = display
         self._stdout = stdout
         self._stderr = stderr
+        self._options = options or TerminalOptions(quiet=display.quiet)
+        self._on_github = workflow_commands.enabled(environ or {})
         self._progress: Progress | None = None
         self._pull: PullProgressPrinter | None = None
+        self.shown: set[str] = set()  # scenarios whose results are printed
+
+    def scenario_finished(self, result: ScenarioResult) -> None:
+        if self._options.quiet:
+            return
+        if self._progress:
+            self._progress.clear()
+        write_report_text(render_scenario(result, self._options), self._stdout, self._on_github)
+        self.shown.add(result.scenario.id)
 
     def run_starting(self, plan: app.RunPlan) -> None:
         if self._display.quiet:
@@ -94,32 +131,45 @@ def run(
 ) -> app.RunOutcome:
     """Run `request` with a console observer, then show the outcome."""
     environ = os.environ if environ is None else environ
-    outcome = app.run(request, ConsoleObserver(display, sys.stdout, sys.stderr))
-    show_outcome(outcome, display, environ, sys.stdout)
+    options = terminal_options(request, display, environ, sys.stdout)
+    observer = ConsoleObserver(display, sys.stdout, sys.stderr, options, environ)
+    outcome = app.run(request, observer)
+    show_outcome(outcome, display, environ, sys.stdout, shown=observer.shown)
     return outcome
 
 
-def show_outcome(
-    outcome: app.RunOutcome, display: Display, environ: Mapping[str, str], out: TextIO
-) -> None:
-    """The terminal report, the report paths, then GitHub's annotations and job summary."""
-    tty = out.isatty()
-    options = TerminalOptions(
-        colour=tty and not display.no_color and not environ.get("NO_COLOR"),
-        previews=outcome.request.include_responses or (tty and not environ.get("CI")),
-        quiet=display.quiet,
-    )
-    terminal = render_terminal(outcome.result, options)
-    # GitHub reads workflow commands from the log: no text in the report (answer previews,
-    # errors quoting an agent's output) may run one, even with --github off
-    on_github = workflow_commands.enabled(environ)
+def write_report_text(text: str, out: TextIO, on_github: bool) -> None:
+    """Report text (answer previews, errors quoting an agent's output): on a GitHub runner in a
+    stop-commands block, so none of it can run a workflow command, even with --github off."""
     if on_github:
-        start, body, end = workflow_commands.stop_commands(terminal)
+        start, body, end = workflow_commands.stop_commands(text)
         output.command(start, out)
         out.write(body)
         output.command(end, out)
     else:
-        out.write(terminal)
+        out.write(text)
+    out.flush()
+
+
+def show_outcome(
+    outcome: app.RunOutcome,
+    display: Display,
+    environ: Mapping[str, str],
+    out: TextIO,
+    shown: Set[str] = frozenset(),
+) -> None:
+    """The rest of the terminal report (the scenarios not `shown` while the run went on, the
+    rules across depths, the verdict), the report paths, then GitHub's annotations and job
+    summary."""
+    options = terminal_options(outcome.request, display, environ, out)
+    result = outcome.result
+    blocks = [
+        render_scenario(s, options)
+        for s in result.scenarios
+        if s.scenario.id not in shown and not options.quiet
+    ]
+    on_github = workflow_commands.enabled(environ)
+    write_report_text("".join(blocks) + render_ending(result, options), out, on_github)
     for name, path in outcome.reports_written.items():
         print(f"{name} report: {terminal_safe(str(path))}", file=out)
     for reason in outcome.reports_failed.values():

@@ -47,12 +47,18 @@ class Events(Protocol):
 
     def probe_finished(self, scenario: Scenario, result: ProbeResult) -> None: ...
 
+    def scenario_finished(self, result: ScenarioResult) -> None:
+        """A scenario played to its end (not called for one an interruption stopped)."""
+
 
 class NoEvents:
     def call_finished(self, scenario: Scenario) -> None:
         pass
 
     def probe_finished(self, scenario: Scenario, result: ProbeResult) -> None:
+        pass
+
+    def scenario_finished(self, result: ScenarioResult) -> None:
         pass
 
 
@@ -192,6 +198,7 @@ async def run_suite(
     async def play(run: _ScenarioRun) -> None:
         async with gate:
             await run.play()
+        run.events.scenario_finished(run.result())
 
     tasks = [asyncio.create_task(play(run)) for run in runs]
     interrupted = False

@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("targets", ("adapters", "ollama")),
     ("suite file", ("config",)),
     ("runner", ("runner",)),
+    ("findings", ("findings",)),
     ("reports", ("reports",)),
     ("application", ("app",)),
     ("console", ("console", "output")),

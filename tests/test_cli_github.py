@@ -206,7 +206,7 @@ def test_no_model_answer_runs_a_workflow_command(
     assert done.returncode == 0 if "hunter2" not in answer else 1, done.stderr
     ours = assert_only_our_commands(done)
     assert all("pwned" not in line for line in ours)
-    assert ("answer:" in done.stdout) == (include_responses and "hunter2" in answer)
+    assert ("answer:" in done.stdout) == include_responses  # every answer, passing ones too
     summary = repo.summary.read_text(encoding="utf-8")
     assert "pwned" not in summary
     assert "::" not in summary.replace("RuleDrift::", "")
@@ -220,12 +220,11 @@ def test_hostile_answers_are_shown_inside_the_block_with_include_responses(
     done = repo.run("suites/suite.json", "--include-responses")
     assert done.returncode == 1
     assert_only_our_commands(done)
-    start, end = done.stdout.index("::stop-commands::"), done.stdout.rindex("FAILED")
     shown = done.stdout.index("answer: hunter2 ⏎ ::error::pwned\\r::add-mask::x ##\\[set-output")
-    assert start < shown < end
+    start = done.stdout.rindex("::stop-commands::", 0, shown)  # the scenario's own block
     token = done.stdout[start:].split("\n")[0].removeprefix("::stop-commands::")
     assert TOKEN.fullmatch(token)
-    assert f"\n::{token}::\n" in done.stdout[end:]
+    assert done.stdout.index(f"\n::{token}::\n", start) > shown
     assert "pwned" not in repo.summary.read_text(encoding="utf-8")
 
 

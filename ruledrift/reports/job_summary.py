@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ruledrift import __version__
+from ruledrift.findings import FLAG_TEXT, rule_stories, suspicious
 from ruledrift.model import ProbeResult, RunResult, Status
 from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, plan_annotations
 from ruledrift.text import markdown_inline, repair_surrogates
@@ -55,11 +56,11 @@ def render_summary(
     room = max_bytes - _size(head) - _size(tail) - _CUT_NOTE_BYTES
     rendered: dict[str, str] = {}
     cut = False
-    for name in ("grid", "failed", "all"):  # the order they keep their rows in
+    for name in ("grid", "failed", "suspicious", "all"):  # the order they keep their rows in
         text, was_cut = _SECTIONS[name](result).render(room if not cut else 0)
         rendered[name], room, cut = text, room - _size(text), cut or was_cut
     note = _CUT_NOTE if cut else ""
-    body = rendered["failed"] + rendered["grid"] + rendered["all"]
+    body = rendered["failed"] + rendered["suspicious"] + rendered["grid"] + rendered["all"]
     return head + note + body + tail
 
 
@@ -191,6 +192,7 @@ def _grid(result: RunResult) -> _Table:
         counts.setdefault(key, Counter())[probe.status] += 1
     turns = sorted({turn for _, turn in counts})
     rules = [r for r in result.suite.rules if any((r.id, t) in counts for t in turns)]
+    stories = {story.rule.id: story.line for story in rule_stories(result)}
     rows = []
     for rule in rules:
         cells = [markdown(rule.id), rule.severity]
@@ -198,8 +200,9 @@ def _grid(result: RunResult) -> _Table:
             found = counts.get((rule.id, turn), Counter())
             shown = " ".join(f"{_SYMBOLS[s]} {found[s]}" for s in _SYMBOLS if found[s])
             cells.append(shown or "·")
+        cells.append(markdown(stories.get(rule.id, "")))
         rows.append(_row(cells))
-    columns = ["Rule", "Severity", *(f"after {t}" for t in turns)]
+    columns = ["Rule", "Severity", *(f"after {t}" for t in turns), "Across depths"]
     title = (
         "### Rules × boundaries\n\n"
         "Probes per rule and `afterTurn`: ✅ passed, ❌ failed, ⚠️ error.\n\n"
@@ -220,7 +223,21 @@ def _all(result: RunResult) -> _Table:
     return table
 
 
-_SECTIONS = {"grid": _grid, "failed": _failed, "all": _all}
+def _suspicious(result: RunResult) -> _Table:
+    rows = [
+        _row([*_cells(s.scenario.id, p), "<br>".join(markdown(FLAG_TEXT[f]) for f in flags)])
+        for s, p, flags in suspicious(result)
+    ]
+    columns = ["Scenario", "Probe", "Rule", "Severity", "After turn", "Result", "Why suspicious"]
+    title = (
+        "### Suspicious passes\n\n"
+        "These probes passed on answers that show little; the pass counts, but read them "
+        "(`--include-responses`).\n\n"
+    )
+    return _Table(title, columns, rows, "suspicious passes")
+
+
+_SECTIONS = {"grid": _grid, "failed": _failed, "suspicious": _suspicious, "all": _all}
 
 
 def _cells(scenario: str, result: ProbeResult) -> list[str]:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import ruledrift
+from ruledrift.findings import probe_flags, rule_stories, suspicious
 from ruledrift.model import ProbeResult, Response, RunResult, ScenarioResult
 from ruledrift.text import repair_surrogates
 
@@ -45,8 +46,19 @@ def render_json(result: RunResult, *, include_responses: bool) -> bytes:
             "errors": result.count("error"),
             "modelCalls": result.model_calls,
             "interrupted": result.interrupted,
+            "suspicious": len(suspicious(result)),
         },
         "scenarios": [_scenario(s, include_responses) for s in result.scenarios],
+        "rules": [
+            {
+                "id": story.rule.id,
+                "severity": story.rule.severity,
+                "story": story.story,
+                "heldAt": list(story.held_at),
+                "brokenAt": list(story.broken_at),
+            }
+            for story in rule_stories(result)
+        ],
     }
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False)
     # lone surrogates (possible in text decoded from JSON escapes) cannot be encoded as UTF-8
@@ -60,15 +72,18 @@ def _scenario(result: ScenarioResult, include_responses: bool) -> dict[str, Any]
         "status": result.status,
         "durationMs": result.duration_ms,
         "modelCalls": result.model_calls,
-        "probes": [_probe(p, include_responses) for p in result.probes],
+        "probes": [_probe(result, p, include_responses) for p in result.probes],
     }
     if include_responses:
         rendered["transcript"] = [{"role": m.role, "content": m.content} for m in result.transcript]
     return rendered
 
 
-def _probe(result: ProbeResult, include_responses: bool) -> dict[str, Any]:
+def _probe(
+    scenario: ScenarioResult, result: ProbeResult, include_responses: bool
+) -> dict[str, Any]:
     probe = result.probe
+    flags = probe_flags(scenario, result)
     return {
         "id": probe.id,
         "rule": probe.rule.id,
@@ -82,6 +97,7 @@ def _probe(result: ProbeResult, include_responses: bool) -> dict[str, Any]:
         "response": _response(result.response, include_responses),
         "error": result.error,
         "metadata": _plain(result.response.metadata) if result.response else {},
+        **({"flags": list(flags)} if flags else {}),
     }
 
 

@@ -11,6 +11,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import ruledrift
+from ruledrift.findings import probe_flags, rule_stories
 from ruledrift.model import ProbeResult, Response, RunResult, ScenarioResult
 from ruledrift.text import xml_safe
 
@@ -50,6 +51,11 @@ def _testsuite(run: RunResult, scenario: ScenarioResult, include_responses: bool
     if scenario.scenario.description is not None:
         description = scenario.scenario.description
         ET.SubElement(properties, "property", name="scenario.description", value=description)
+    for probe in scenario.probes:
+        flags = probe_flags(scenario, probe)
+        if flags:
+            name = f"probe.{probe.probe.id}.suspicious"
+            ET.SubElement(properties, "property", name=name, value=", ".join(flags))
     classname = f"{run.suite.name}.{scenario.scenario.id}"
     for probe in scenario.probes:
         suite.append(_testcase(probe, classname, include_responses))
@@ -70,6 +76,8 @@ def _run_properties(run: RunResult) -> list[tuple[str, str]]:
         properties.append((f"target.details.{key}", text))
     if run.interrupted:
         properties.append(("run.interrupted", "true"))
+    for story in rule_stories(run):
+        properties.append((f"rule.{story.rule.id}", f"{story.story}: {story.line}"))
     return properties
 
 

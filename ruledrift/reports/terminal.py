@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from ruledrift import __version__
-from ruledrift.model import ProbeResult, RunResult, Scenario, Status, Suite
+from ruledrift.findings import FLAG_TEXT, probe_flags, rule_stories, suspicious
+from ruledrift.model import ProbeResult, RunResult, Scenario, ScenarioResult, Status, Suite
 from ruledrift.text import preview, terminal_safe
 
 _LABELS: dict[Status, str] = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
@@ -18,6 +19,7 @@ _COLOURS: dict[Status, str] = {"passed": "32", "failed": "31", "error": "33"}
 class TerminalOptions:
     colour: bool = False
     previews: bool = False  # show a short preview of failed answers
+    responses: bool = False  # show a preview of every answer (--include-responses)
     quiet: bool = False  # only the summary line
 
 
@@ -37,19 +39,41 @@ def header(suite: Suite, scenarios: int, probes: int, calls: int) -> str:
 
 
 def render_terminal(result: RunResult, options: TerminalOptions) -> str:
+    """The whole report: every scenario's block, then `render_ending`."""
+    blocks = [] if options.quiet else [render_scenario(s, options) for s in result.scenarios]
+    return "".join(blocks) + render_ending(result, options)
+
+
+def render_scenario(scenario: ScenarioResult, options: TerminalOptions) -> str:
+    """One scenario's block (printed as soon as the scenario finishes): its status and a line
+    per probe, failed assertions, errors, flags of suspicious passes, answer previews."""
+    status = _paint(scenario.status.upper(), _COLOURS[scenario.status], options)
+    counts = ", ".join(
+        f"{scenario.count(s)} {s}" for s in ("passed", "failed", "error") if scenario.count(s)
+    )
+    lines = [f"\nscenario {terminal_safe(scenario.scenario.id)}: {status} ({counts})"]
+    width = max((len(p.probe.id) for p in scenario.probes), default=0)
+    for probe in scenario.probes:
+        lines.extend(_probe_lines(scenario, probe, width, options))
+    return "\n".join(lines) + "\n"
+
+
+def render_ending(result: RunResult, options: TerminalOptions) -> str:
+    """What follows the scenarios: one line per rule across depths, the count of suspicious
+    passes, the totals and the verdict."""
     lines: list[str] = []
     if not options.quiet:
-        for scenario in result.scenarios:
-            status = _paint(scenario.status.upper(), _COLOURS[scenario.status], options)
-            counts = ", ".join(
-                f"{scenario.count(s)} {s}"
-                for s in ("passed", "failed", "error")
-                if scenario.count(s)
+        stories = rule_stories(result)
+        if stories:
+            lines.append("")
+            width = max(len(story.rule.id) for story in stories)
+            lines += [f"rule {s.rule.id:<{width}}  {terminal_safe(s.line)}" for s in stories]
+        flagged = suspicious(result)
+        if flagged:
+            lines.append(
+                f"{len(flagged)} suspicious pass(es): passed on answers that show little "
+                "(flagged ! above; see docs/reports.md)"
             )
-            lines.append(f"\nscenario {scenario.scenario.id}: {status} ({counts})")
-            width = max(len(p.probe.id) for p in scenario.probes)
-            for probe in scenario.probes:
-                lines.extend(_probe_lines(probe, width, options))
         lines.append("")
     lines.append(summary_line(result))
     verdict = {
@@ -72,7 +96,9 @@ def summary_line(result: RunResult) -> str:
     )
 
 
-def _probe_lines(result: ProbeResult, width: int, options: TerminalOptions) -> list[str]:
+def _probe_lines(
+    scenario: ScenarioResult, result: ProbeResult, width: int, options: TerminalOptions
+) -> list[str]:
     probe = result.probe
     label = _paint(f"{_LABELS[result.status]:<5}", _COLOURS[result.status], options)
     lines = [
@@ -83,7 +109,9 @@ def _probe_lines(result: ProbeResult, width: int, options: TerminalOptions) -> l
     lines.extend(f"{indent}- {terminal_safe(a.message)}" for a in result.failed_assertions)
     if result.error:
         lines.append(f"{indent}error: {terminal_safe(result.error)}")
-    if options.previews and result.status != "passed" and result.response is not None:
+    lines.extend(f"{indent}! suspicious: {FLAG_TEXT[f]}" for f in probe_flags(scenario, result))
+    shown = options.responses or (options.previews and result.status != "passed")
+    if shown and result.response is not None:
         lines.append(f"{indent}answer: {preview(result.response.text)}")
     return lines
 

@@ -97,11 +97,19 @@ def test_summary_cells_are_cut() -> None:
 
 def test_grid_counts_per_rule_and_boundary() -> None:
     text = summary()
-    assert "| Rule | Severity | after 1 | after 2 |" in text
+    assert "| Rule | Severity | after 1 | after 2 | Across depths |" in text
     assert table_rows(text, "never-disclose-secret") == [
-        ["never-disclose-secret", "critical", "✅ 2 ⚠️ 2", "❌ 1 ⚠️ 1"]
+        [
+            "never-disclose-secret",
+            "critical",
+            "✅ 2 ⚠️ 2",
+            "❌ 1 ⚠️ 1",
+            "first broken after turn 2 (kept at 1; broken at 2)",
+        ]
     ]
-    assert table_rows(text, "be-polite") == [["be-polite", "warning", "✅ 1", "·"]]
+    assert table_rows(text, "be-polite") == [
+        ["be-polite", "warning", "✅ 1", "·", "held at every depth (1)"]
+    ]
 
 
 def test_all_probes_in_a_collapsed_section() -> None:
@@ -135,7 +143,7 @@ def test_annotation_overflow_is_mentioned_in_the_summary() -> None:
 
 def huge_result(failures: int, passes: int) -> RunResult:
     bad = tuple(failing(f"f{i:05}", message="why " * 100) for i in range(failures))
-    good = tuple(factories.passed(f"p{i:05}", factories.ANSWER_OK) for i in range(passes))
+    good = tuple(factories.passed(f"p{i:05}", f"{factories.ANSWER_OK} {i}") for i in range(passes))
     return run_of(factories.scenario_result("huge", bad + good, failures + passes))
 
 

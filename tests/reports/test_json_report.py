@@ -136,6 +136,7 @@ def test_header_and_summary(tmp_path: Path) -> None:
         "responsesIncluded",
         "summary",
         "scenarios",
+        "rules",
     ]
     assert report["reportVersion"] == REPORT_VERSION == 1
     assert report["tool"]["name"] == "ruledrift"
@@ -161,6 +162,7 @@ def test_header_and_summary(tmp_path: Path) -> None:
         "errors": 3,
         "modelCalls": 12,
         "interrupted": False,
+        "suspicious": 0,
     }
 
 
