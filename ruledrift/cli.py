@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ruledrift.console import Display
 
 ISSUES_URL = "https://github.com/ruledrift/action/issues"
+CONCURRENCY = (1, 256)  # scenarios at once: more only queues requests at any real server
 
 
 class _ParserExit(Exception):
@@ -41,13 +42,14 @@ class _Parser(argparse.ArgumentParser):
         raise _ParserExit(status)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+def _concurrency(text: str) -> int:
+    low, high = CONCURRENCY
+    value = int(text) if text.isdigit() and len(text) <= 4 else 0
+    if not low <= value <= high:
+        shown = text if len(text) <= 20 else text[:19] + "…"
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from {low} to {high}, got {shown!r}"
+        )
     return value
 
 
@@ -97,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--concurrency",
-        type=_positive,
+        type=_concurrency,
         default=1,
         metavar="N",
         help="scenarios run at once (default 1)",

@@ -80,7 +80,15 @@ def test_exit_2_on_config_error_without_calling_the_agent(tmp_path: Path) -> Non
     [
         ((), "the following arguments are required"),
         (("run",), "the following arguments are required: CONFIG"),
-        (("run", "{suite}", "--concurrency", "0"), "expected a whole number of at least 1"),
+        (
+            ("run", "{suite}", "--concurrency", "0"),
+            "expected a whole number from 1 to 256, got '0'",
+        ),
+        (("run", "{suite}", "--concurrency", "257"), "expected a whole number from 1 to 256"),
+        (
+            ("run", "{suite}", "--concurrency", "9" * 5000),
+            "from 1 to 256, got '9999999999999999999…'",
+        ),
         (("run", "{suite}", "--scenario", "nope"), "no such scenario (scenarios: smalltalk)"),
         (("run", "{suite}", "--json", "{dir}"), "is a directory"),
         (("run", "{suite}", "--json", "{suite}"), "would overwrite the suite itself"),

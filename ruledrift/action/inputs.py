@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ruledrift import cli
 from ruledrift.action.files import inside, real_path
 from ruledrift.adapters.transport import url_problem
 from ruledrift.reports.files import path_length_problem, report_path_problem
@@ -57,7 +58,12 @@ START_OLLAMA = ("auto", "true", "false")
 # `ruledrift` options that print and exit without running anything: refused in `args`, or the
 # step would pass without a run.
 EXITING_OPTIONS = ("--help", "--version")
-CONCURRENCY = (1, 256)  # the allowed range of `concurrency`
+# `ruledrift run` options the action does not take: the file would be written past the
+# workspace checks and the hand-back of files, for a format GitHub does not read.
+NOT_IN_ACTION: dict[str, str] = {
+    "--codequality": "GitLab's Code Quality report; on GitHub the annotations show the same",
+}
+CONCURRENCY = cli.CONCURRENCY  # the allowed range of `concurrency`, as for --concurrency
 SHOWN_CHARS = 80  # of an input's value in a message
 
 
@@ -119,6 +125,13 @@ def _own_option(token: str) -> str | None:
         if option.startswith(name):
             return input_name
     return None
+
+
+def _not_in_action(token: str) -> str | None:
+    name = token.split("=", 1)[0]
+    if not name.startswith("--") or len(name) < 5:
+        return None
+    return next((why for option, why in NOT_IN_ACTION.items() if option.startswith(name)), None)
 
 
 def exiting_option(argument: str) -> str | None:
@@ -315,8 +328,15 @@ def _args_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
     for token in args:
         replaced_by = _own_option(token)
         exits = exiting_option(token)
+        not_here = _not_in_action(token)
         if has_control(token):
             yield _on_one_line("args", token, "each argument")
+        elif not_here:
+            option = token.split("=", 1)[0]
+            yield Problem(
+                "args",
+                f'input "args" contains {option}, which the action does not take: {not_here}',
+            )
         elif replaced_by:
             option = token.split("=", 1)[0]
             yield Problem(

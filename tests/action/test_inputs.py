@@ -323,3 +323,12 @@ def test_the_action_stops_with_an_input_error_before_anything_runs(
     assert "usage:" not in done.stdout + done.stderr
     assert os.listdir(outside) == []
     assert sorted(os.listdir(workspace)) == ["reports", "suite.json"]
+
+
+@pytest.mark.parametrize("args", ["--codequality out.json", "--codequality=out.json", "--codeq x"])
+def test_codequality_in_args_is_refused(workspace: Path, args: str) -> None:
+    """GitLab's report has no place in the action: its file would skip the workspace checks."""
+    problem = only_problem(workspace, args=args)
+    assert problem.input == "args"
+    assert "--code" in problem.message
+    assert "which the action does not take" in problem.message
