@@ -26,11 +26,13 @@ from dataclasses import dataclass, field
 from ruledrift.text import cut_text, repair_surrogates
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+_SPACES = (" ", "\t", "\n", "\r")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 MAX_DEPTH = 100  # a suite nests about 8 deep; this keeps far from the recursion limit
 MIN_INTEGER, MAX_INTEGER = -(2**63), 2**63 - 1  # 64 bits, as the servers a suite reaches read them
-_MAX_INTEGER_DIGITS = len(str(MAX_INTEGER))
+_MAX_INTEGER_CHARS = len(str(MIN_INTEGER))  # 19 digits and a sign
+_SHOWN_CHARS = 24  # of a number literal in a message
 
 
 class JSONSyntaxError(Exception):
@@ -95,6 +97,8 @@ def parse(text: str) -> Parsed:
 
 
 def _skip(text: str, pos: int) -> int:
+    if text[pos : pos + 1] not in _SPACES:  # compact JSON: no regular expression needed
+        return pos
     match = _WHITESPACE.match(text, pos)
     assert match is not None  # the pattern matches the empty string
     return match.end()
@@ -130,26 +134,30 @@ def _value(doc: Parsed, pos: int, pointer: str, depth: int) -> tuple[object, int
 
 def _number(number: re.Match[str], pointer: str) -> int | float:
     """The literal's value: a float if it has a fraction or an exponent, else an integer."""
-    literal, pos = number.group(), number.start()
-    shown = cut_text(literal, 24) + (f" ({len(literal):,} characters)" if len(literal) > 24 else "")
+    literal = number.group()
     if number.group(1) is None and number.group(2) is None:
-        too_long = len(literal.lstrip("-")) > _MAX_INTEGER_DIGITS  # before int(): 4,300 digits
-        if too_long or not MIN_INTEGER <= int(literal) <= MAX_INTEGER:
-            message = (
-                f"the integer {shown} is out of range: integers must fit in 64 bits "
-                f"({MIN_INTEGER} to {MAX_INTEGER})"
-            )
-            raise JSONLimitError(message, pos, pointer)
-        return int(literal)
+        # the length first: int() refuses a literal of more than 4,300 digits
+        integer = int(literal) if len(literal) <= _MAX_INTEGER_CHARS else None
+        if integer is not None and MIN_INTEGER <= integer <= MAX_INTEGER:
+            return integer
+        problem = f"must fit in 64 bits ({MIN_INTEGER} to {MAX_INTEGER})"
+        raise _unusable(number, pointer, f"is out of range: integers {problem}")
     value = float(literal)
     if not math.isfinite(value):
-        message = f"the number {shown} is out of range: numbers must be finite (at most ~1.8e308)"
-        raise JSONLimitError(message, pos, pointer)
-    mantissa = literal.split("e")[0].split("E")[0]
-    if value == 0 and re.search("[1-9]", mantissa):
-        message = f"the number {shown} is too small to represent: it would become 0 (write 0)"
-        raise JSONLimitError(message, pos, pointer)
+        raise _unusable(
+            number, pointer, "is out of range: numbers must be finite (at most ~1.8e308)"
+        )
+    if value == 0 and re.search("[1-9]", re.split("[eE]", literal)[0]):
+        raise _unusable(number, pointer, "is too small to represent: it would become 0 (write 0)")
     return value
+
+
+def _unusable(number: re.Match[str], pointer: str, problem: str) -> JSONLimitError:
+    literal = number.group()
+    kind = "number" if number.group(1) or number.group(2) else "integer"
+    long = f" ({len(literal):,} characters)" if len(literal) > _SHOWN_CHARS else ""
+    message = f"the {kind} {cut_text(literal, _SHOWN_CHARS)}{long} {problem}"
+    return JSONLimitError(message, number.start(), pointer)
 
 
 _scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
