@@ -1,15 +1,21 @@
-"""Process helpers for tests: proving no process is left behind, finding installed tools."""
+"""Process helpers for tests: proving no process is left behind, finding installed tools,
+running the CLI as a process that a test can kill."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.cli_process import CI_VARIABLES
 
 
 def alive(pid: int) -> bool:
@@ -35,6 +41,41 @@ def gone(*pids: int, within: float = 5.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def kill_survivors(*pids: int) -> None:
+    """SIGKILL to those of `pids` still running: a failed test leaves nothing behind."""
+    for pid in pids:
+        if alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def wait_for_file(path: Path, within: float = 30.0) -> None:
+    """Poll until `path` exists (written atomically by the process under test)."""
+    deadline = time.monotonic() + within
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path} did not appear within {within:g} s")
+        time.sleep(0.02)
+
+
+@contextlib.contextmanager
+def ruledrift_process(*args: str | Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`python -m ruledrift ARGS` running in the background, with a clean CI environment; it is
+    killed and reaped when the block ends."""
+    env = {k: v for k, v in os.environ.items() if k not in CI_VARIABLES}
+    with subprocess.Popen(
+        [sys.executable, "-m", "ruledrift", *map(str, args)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    ) as process:
+        try:
+            yield process
+        finally:
+            process.kill()
+            process.wait(timeout=30)
 
 
 def tool(name: str, package: str) -> str:
