@@ -9,20 +9,22 @@ import os
 import shutil
 import textwrap
 from asyncio.subprocess import PIPE, Process
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ruledrift.adapters.base import AdapterError, AdapterType, CallContext, Completion
-from ruledrift.adapters.processes import describe_exit, kill_group
+from ruledrift.adapters.processes import ChildOptions, describe_exit, kill_child, tied_child
 from ruledrift.model import Message, TargetInfo
-from ruledrift.text import json_kind
+from ruledrift.text import cut_text, json_kind, repair_surrogates
 
 PROTOCOL = "ruledrift.command.v1"
 MAX_OUTPUT_BYTES = 10_000_000  # stdout cap per call: the agent is killed as soon as it writes more
 STDERR_TAIL_LINES = 20  # how much of stderr an error message quotes, at most
 STDERR_TAIL_CHARS = 2000
+MAX_ERROR_CHARS = 2000  # how much of the agent's `error` a message quotes, at most
+_PROBLEM_CHARS = MAX_ERROR_CHARS + 500  # a message before its stderr tail: the words around
 _STDERR_KEEP_BYTES = 4 * STDERR_TAIL_CHARS  # stderr's last bytes: 4 per UTF-8 character at most
 _CHUNK = 64 * 1024
 _CLEANUP_SECONDS = 2.0  # after the kill, how long to wait for the pipes to close and the exit
@@ -42,6 +44,21 @@ class CommandAdapterConfig:
     @property
     def model(self) -> str | None:
         return None
+
+
+def settings_problems(settings: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """Strings that JSON allows and no program can receive: a NUL ends a C string. (A lone
+    surrogate, the other such string, is U+FFFD once the suite is read: see jsonpos.)"""
+    values = {"/command": settings.get("command"), "/cwd": settings.get("cwd")}
+    args = settings.get("args")
+    if isinstance(args, list):
+        values |= {f"/args/{index}": arg for index, arg in enumerate(args)}
+    for pointer, value in values.items():
+        if isinstance(value, str) and "\0" in value:
+            yield (
+                pointer,
+                "contains a NUL character (\\u0000), which no program can receive; remove it",
+            )
 
 
 def parse_config(settings: Mapping[str, Any], suite_dir: Path) -> CommandAdapterConfig:
@@ -71,20 +88,20 @@ class CommandAdapter:
         self._config = config
         self._argv = (config.command, *config.args)
         self._max_output = max_output_bytes
-        self._groups: set[int] = set()  # process groups of the calls in flight
+        self._in_flight: dict[int, str] = {}  # the calls' process groups and their marks
 
     async def open(self) -> None:
         """Check, without starting anything, that `cwd` is a directory and the command exists."""
         cwd, command = self._config.cwd, self._config.command
         if not cwd.is_dir():
             what = "is not a directory" if cwd.exists() else "does not exist"
-            raise AdapterError(
+            raise _error(
                 f'the command adapter\'s cwd {cwd} {what}: fix "cwd" in the configuration '
                 "(a relative cwd resolves from the configuration file's directory)"
             )
         if "/" not in command:
             if shutil.which(command) is None:
-                raise AdapterError(
+                raise _error(
                     f'the agent command "{command}" was not found on PATH: install it, or fix '
                     f'"command" (a path that contains "/" resolves from cwd {cwd})'
                 )
@@ -92,12 +109,12 @@ class CommandAdapter:
         path = cwd / command
         if not path.is_file():
             what = "is not a file" if path.exists() else "does not exist"
-            raise AdapterError(
+            raise _error(
                 f'the agent command "{command}" {what} ({path}): fix "command" '
                 f'(a path that contains "/" resolves from cwd {cwd})'
             )
-        if not os.access(path, os.X_OK):
-            raise AdapterError(
+        if not _executable(path):
+            raise _error(
                 f'the agent command "{command}" is not executable: run `chmod +x {path}`, or run '
                 f'it through its interpreter ("command": "python3", "args": ["{command}"])'
             )
@@ -115,21 +132,23 @@ class CommandAdapter:
             problem = f"wrote more than {self._max_output:,} bytes to stdout (the limit)"
         else:
             return _answer(output, code, stderr)
-        raise AdapterError(_with_stderr(f"the agent {problem} and was killed", stderr))
+        raise _error(f"the agent {problem} and was killed", stderr)
 
     async def aclose(self) -> None:
-        """Kill the agents of calls still in flight (those calls then fail with AdapterError)."""
-        for group in list(self._groups):
-            kill_group(group)
+        """Kill the agents of calls still in flight, and what they started (those calls then
+        fail with AdapterError)."""
+        for group, mark in list(self._in_flight.items()):
+            kill_child(group, mark)
 
     async def _call(self, request: bytes, stderr: bytearray) -> tuple[bytes, int]:
         """Start the agent, feed it the request, read its answer, wait for its exit. Whatever
         happens (an answer, a timeout, too much output, cancellation) its group is killed."""
-        process, cancelled = await self._start()
+        options = tied_child()
+        process, cancelled = await self._start(options)
         assert process.stdin
         assert process.stdout
         assert process.stderr
-        self._groups.add(process.pid)
+        self._in_flight[process.pid] = options.mark
         feeding = asyncio.create_task(_feed(process.stdin, request))
         draining = asyncio.create_task(_keep_tail(process.stderr, stderr))
         try:
@@ -139,8 +158,8 @@ class CommandAdapter:
                 output = await _read_at_most(process.stdout, self._max_output)
                 return output, await process.wait()
         finally:
-            self._groups.discard(process.pid)
-            kill_group(process.pid)  # the agent, or what it left running
+            del self._in_flight[process.pid]
+            kill_child(process.pid, options.mark)  # the agent, or what it left running anywhere
             # Read on to EOF so the pipes close (a paused pipe never sees EOF): what is left is at
             # most a pipe buffer. A daemon that left the group may hold them open: stop waiting.
             rest = [
@@ -154,7 +173,7 @@ class CommandAdapter:
                 task.cancel()
             await asyncio.gather(*rest, return_exceptions=True)
 
-    async def _start(self) -> tuple[Process, bool]:
+    async def _start(self, options: ChildOptions) -> tuple[Process, bool]:
         """The started agent, and whether the call was cancelled meanwhile: a spawn is never
         cancelled half-way, as asyncio would then kill the agent alone and wait for its children
         to close the pipes. A spawn takes moments."""
@@ -166,6 +185,8 @@ class CommandAdapter:
                 stdout=PIPE,
                 stderr=PIPE,
                 start_new_session=True,  # our own process group: Ctrl-C is ours to pass on
+                env=options.env,
+                preexec_fn=options.preexec_fn,
             )
         )
         cancelled = False
@@ -176,13 +197,29 @@ class CommandAdapter:
                 cancelled = True
         try:
             return spawning.result(), cancelled
-        except OSError as error:
+        except (OSError, ValueError) as error:  # ValueError: a NUL, a lone surrogate in argv
             if cancelled:
                 raise asyncio.CancelledError from None
-            raise AdapterError(
+            raise _error(
                 f'could not start the agent command "{self._config.command}" in '
-                f"{self._config.cwd}: {error.strerror or error}"
+                f"{self._config.cwd}: {_start_failure(error)}"
             ) from None
+
+
+def _start_failure(error: OSError | ValueError) -> str:
+    if isinstance(error, OSError):
+        return error.strerror or str(error)
+    return (
+        "its arguments or cwd hold a NUL character or a lone UTF-16 surrogate, which no program "
+        "can receive"
+    )
+
+
+def _executable(path: Path) -> bool:
+    try:
+        return os.access(path, os.X_OK)
+    except ValueError:  # a lone surrogate: it cannot be started either
+        return False
 
 
 def _request(messages: Sequence[Message], context: CallContext) -> bytes:
@@ -243,14 +280,13 @@ def _answer(output: bytes, code: int, stderr: bytes | bytearray) -> Completion:
         response = _parse(output)
     except _BadOutput as bad:
         problem = str(bad) if code == 0 else f"the agent {describe_exit(code)}"
-        raise AdapterError(_with_stderr(problem, stderr)) from None
+        raise _error(problem, stderr) from None
     error = response.get("error")
     if error is not None:
-        text = error if isinstance(error, str) else json.dumps(error)
         exit_note = "" if code == 0 else f" (the agent {describe_exit(code)})"
-        raise AdapterError(_with_stderr(f"the agent reported an error: {text}{exit_note}", stderr))
+        raise _error(f"the agent reported an error: {_quoted_error(error)}{exit_note}", stderr)
     if code != 0:
-        raise AdapterError(_with_stderr(f"the agent {describe_exit(code)}", stderr))
+        raise _error(f"the agent {describe_exit(code)}", stderr)
     content = response.get("content")
     if not isinstance(content, str):
         problem = (
@@ -258,8 +294,22 @@ def _answer(output: bytes, code: int, stderr: bytes | bytearray) -> Completion:
             if content is None
             else f'has a "content" that is {json_kind(content)}, not a string'
         )
-        raise AdapterError(_with_stderr(f"the agent's response {problem}", stderr))
+        raise _error(f"the agent's response {problem}", stderr)
     return Completion(content=content)
+
+
+def _quoted_error(error: object) -> str:
+    """The agent's `error` as it is shown: a string as is, anything else as JSON; at most
+    MAX_ERROR_CHARS characters (one agent's 9.5 MB error, copied into every probe it failed,
+    once made a 190 MB report)."""
+    if isinstance(error, str):
+        text = error
+    else:
+        try:
+            text = json.dumps(error)
+        except RecursionError:
+            text = f"({json_kind(error)} too deeply nested to show)"
+    return cut_text(text, MAX_ERROR_CHARS)
 
 
 def _parse(output: bytes) -> dict[str, object]:
@@ -287,12 +337,16 @@ def _parse(output: bytes) -> dict[str, object]:
     return response
 
 
-def _with_stderr(message: str, stderr: bytes | bytearray) -> str:
+def _error(problem: str, stderr: bytes | bytearray = b"") -> AdapterError:
+    """The one way an error leaves this adapter: `problem` (at most _PROBLEM_CHARS characters)
+    and the tail of the agent's stderr, without lone surrogates (an agent's `error` may hold
+    them, legal in JSON; a report could not encode them)."""
+    message = cut_text(repair_surrogates(problem), _PROBLEM_CHARS)
     lines = stderr.decode("utf-8", errors="replace").rstrip().splitlines()
     tail = "\n".join(lines[-STDERR_TAIL_LINES:])[-STDERR_TAIL_CHARS:]
-    if not tail.strip():
-        return message
-    return f"{message}\nstderr (last lines):\n{textwrap.indent(tail, '  ')}"
+    if tail.strip():
+        message += f"\nstderr (last lines):\n{textwrap.indent(tail, '  ')}"
+    return AdapterError(message)
 
 
-ADAPTER_TYPE = AdapterType(parse=parse_config, create=CommandAdapter)
+ADAPTER_TYPE = AdapterType(parse=parse_config, create=CommandAdapter, problems=settings_problems)

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,6 +16,8 @@ import pytest
 
 from ruledrift.adapters.base import AdapterError, CallContext, Completion
 from ruledrift.adapters.command import (
+    ADAPTER_TYPE,
+    MAX_ERROR_CHARS,
     MAX_OUTPUT_BYTES,
     PROTOCOL,
     CommandAdapter,
@@ -23,7 +25,8 @@ from ruledrift.adapters.command import (
 )
 from ruledrift.model import Message
 from tests.support import AGENTS
-from tests.support.processes import gone
+from tests.support.processes import gone, kill_survivors, ruledrift_process, wait_for_file
+from tests.support.suites import base_suite, write_suite
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "command-adapter"
 
@@ -74,12 +77,21 @@ def read_pids(path: Path) -> list[int]:
     return [int(pid) for pid in path.read_text().split()]
 
 
-async def wait_for_file(path: Path) -> None:
+async def file_written(path: Path) -> None:
     for _ in range(500):
         if path.exists():
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"{path} never appeared")
+
+
+@pytest.fixture
+def pid_file(tmp_path: Path) -> Iterator[Path]:
+    """Where an agent writes the pids it started; whatever still runs is killed afterwards."""
+    path = tmp_path / "pids"
+    yield path
+    if path.exists():
+        kill_survivors(*read_pids(path))
 
 
 def echoed(completion: Completion) -> dict[str, Any]:
@@ -205,6 +217,69 @@ def test_processes_left_behind_by_a_finished_call_are_killed(tmp_path: Path) -> 
     assert gone(*read_pids(pid_file))
 
 
+def test_a_daemon_that_left_the_group_is_killed_when_the_call_ends(pid_file: Path) -> None:
+    assert complete(agent("escape", str(pid_file))).content == "escaped"
+    assert gone(*read_pids(pid_file))
+
+
+def test_a_daemon_that_left_the_group_is_killed_when_the_call_is_cancelled(
+    pid_file: Path,
+) -> None:
+    async def scenario() -> None:
+        call = asyncio.create_task(agent("escape-and-hang", str(pid_file)).complete(MESSAGES, TURN))
+        await file_written(pid_file)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+    run(scenario())
+    assert gone(*read_pids(pid_file))
+
+
+def test_calls_in_flight_keep_their_daemons_when_another_call_ends(tmp_path: Path) -> None:
+    """The sweep at the end of a call kills what that call started, nothing of the others'."""
+    hanging, finished = tmp_path / "hanging", tmp_path / "finished"
+
+    async def scenario() -> list[int]:
+        adapter = agent("escape-and-hang", str(hanging))
+        call = asyncio.create_task(adapter.complete(MESSAGES, TURN))
+        try:
+            await file_written(hanging)
+            await agent("escape", str(finished)).complete(MESSAGES, TURN)
+            return [pid for pid in read_pids(hanging) if not alive_after_a_moment(pid)]
+        finally:
+            call.cancel()
+            await asyncio.gather(call, return_exceptions=True)
+
+    try:
+        assert run(scenario()) == []
+        assert gone(*read_pids(finished), *read_pids(hanging))
+    finally:
+        kill_survivors(*read_pids(hanging))
+
+
+def alive_after_a_moment(pid: int) -> bool:
+    return not gone(pid, within=0.2)
+
+
+def test_a_killed_ruledrift_takes_its_agent_with_it(tmp_path: Path, pid_file: Path) -> None:
+    """SIGKILL leaves RuleDrift no time to clean up: the kernel kills the agent (a parent-death
+    signal) and RuleDrift's watchdog kills what the agent started, in its group or not."""
+    suite = base_suite(sys.executable, [str(AGENTS / "fake_agent.py"), "escape-and-hang"])
+    suite["adapter"]["args"].append(str(pid_file))
+    suite["adapter"]["timeoutMs"] = 600_000
+    scenario = suite["scenarios"][0]
+    scenario["turns"] = ["hello"]  # one call at a time: the first turn hangs
+    scenario["probes"] = [{**scenario["probes"][1], "afterTurn": 1}]
+    with ruledrift_process("run", write_suite(tmp_path, suite)) as cli:
+        wait_for_file(pid_file)
+        cli.kill()
+        cli.wait(timeout=30)
+    agent_pid, grandchild, daemon = read_pids(pid_file)
+    assert gone(agent_pid), "the agent outlived RuleDrift"
+    assert gone(grandchild, daemon), "what the agent started outlived RuleDrift"
+
+
 @pytest.mark.parametrize(
     ("output", "expected"),
     [
@@ -276,6 +351,45 @@ def test_errors_are_reported(response: str, code: int, expected: str) -> None:
     assert message == f"{expected}\nstderr (last lines):\n  about to respond"
 
 
+def test_a_huge_error_is_cut() -> None:
+    """One 9.5 MB error copied into every probe made a 190 MB report: the message is capped."""
+    message = failure(agent("big-error", "boom ", "1900000"))
+    first, _, stderr = message.partition("\n")
+    assert first.startswith("the agent reported an error: boom boom")
+    assert first.endswith("…")
+    assert len(first) <= len("the agent reported an error: ") + MAX_ERROR_CHARS
+    assert stderr == "stderr (last lines):\n  about to fail"
+
+
+def test_a_huge_error_object_is_cut() -> None:
+    message = failure(agent("big-error", "frame", "500000", "list"))
+    assert message.startswith('the agent reported an error: {"trace": ["frame", "frame"')
+    assert len(message.partition("\n")[0]) <= len("the agent reported an error: ") + MAX_ERROR_CHARS
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        '{"error": "half an emoji: \\ud83d!"}',
+        '{"error": {"half": "\\ud83d"}, "content": "x"}',
+    ],
+    ids=["string", "object"],
+)
+def test_lone_surrogates_in_an_error_are_replaced(response: str) -> None:
+    message = failure(agent("respond", response, "0"))
+    message.encode("utf-8")  # no lone surrogate left: any report can encode it
+    assert "\ud83d" not in message
+
+
+def test_an_answer_with_a_lone_surrogate_is_passed_on_and_sent_back() -> None:
+    """Legal JSON ("\\ud83d") but not UTF-8: the answer is the agent's, and the next request
+    that holds it is still ASCII JSON."""
+    assert complete(agent("respond", '{"content": "half \\ud83d"}', "0")).content == "half \ud83d"
+    history = (*MESSAGES, Message("assistant", "half \ud83d"), Message("user", "go on"))
+    seen = echoed(run(agent("echo").complete(history, TURN)))["request"]["messages"]
+    assert seen[-2] == {"role": "assistant", "content": "half \ud83d"}
+
+
 @pytest.mark.parametrize(
     "response",
     ['{"content": "hi", "error": null}', '{"content": "hi", "usage": {"tokens": 3}, "v": 2}'],
@@ -334,6 +448,46 @@ def test_a_command_that_cannot_start_fails_the_call(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("argv", "what"),
+    [
+        (("no-such\x00agent",), "NUL"),
+        ((sys.executable, "-c", "pass", "a\x00b"), "NUL"),
+        (("\ud83d-agent",), "lone surrogate"),
+        ((sys.executable, "-c", "pass", "\ud83d"), "lone surrogate"),
+    ],
+    ids=["nul-command", "nul-arg", "surrogate-command", "surrogate-arg"],
+)
+def test_a_command_that_no_program_can_receive_fails_the_call(
+    argv: tuple[str, ...], what: str
+) -> None:
+    """Legal in JSON, impossible in an argv: an AdapterError, never a crash."""
+    message = failure(command(*argv))
+    assert message.startswith('could not start the agent command "')
+    message.encode("utf-8")
+
+
+def test_the_suite_is_told_which_setting_no_program_can_receive() -> None:
+    settings = {
+        "type": "command",
+        "command": "agent\x00",
+        "args": ["ok", "\x00"],
+        "cwd": "a\x00b",
+    }
+    problems = dict(ADAPTER_TYPE.problems(settings))
+    assert set(problems) == {"/command", "/args/1", "/cwd"}
+    assert "NUL character" in problems["/command"]
+    assert list(ADAPTER_TYPE.problems({"type": "command", "command": "node", "args": ["é"]})) == []
+
+
+def test_preflight_messages_hold_no_lone_surrogate(tmp_path: Path) -> None:
+    message = preflight_error(command("\ud83d-agent"))
+    message.encode("utf-8")
+    assert message.startswith('the agent command "\ufffd-agent" was not found on PATH')
+    message = preflight_error(command("./\ud83d", cwd=tmp_path))
+    message.encode("utf-8")
+
+
 def test_target_info_names_the_command() -> None:
     info = command("node", "agent.mjs", "--fast").target_info()
     assert (info.adapter, info.model) == ("command", None)
@@ -348,7 +502,7 @@ def test_cancelling_a_call_kills_its_processes(tmp_path: Path) -> None:
 
     async def scenario() -> None:
         call = asyncio.create_task(agent("hang", str(pid_file)).complete(MESSAGES, TURN))
-        await wait_for_file(pid_file)
+        await file_written(pid_file)
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call
@@ -382,7 +536,7 @@ def test_aclose_kills_calls_in_flight(tmp_path: Path) -> None:
     async def scenario() -> str:
         adapter = agent("hang", str(pid_file))
         call = asyncio.create_task(adapter.complete(MESSAGES, TURN))
-        await wait_for_file(pid_file)
+        await file_written(pid_file)
         await adapter.aclose()
         with pytest.raises(AdapterError) as raised:
             await call

@@ -30,6 +30,22 @@ def sleeper(*, quiet: bool) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", code], stdout=output, stderr=output)
 
 
+def escaped_sleeper() -> int:
+    """A grandchild that leaves our process group and session (setsid) and sleeps, holding
+    none of our pipes: a daemon. Returns its pid once it has left."""
+    code = "import os, sys, time; os.setsid(); print(flush=True); time.sleep(600)"
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert daemon.stdout is not None
+    daemon.stdout.readline()  # it has called setsid()
+    daemon.stdout.close()
+    return daemon.pid
+
+
 def write_pids(*pids: int) -> None:
     target = Path(sys.argv[2])
     partial = target.with_suffix(".partial")
@@ -59,6 +75,20 @@ def main() -> int:
         grandchild = sleeper(quiet=True)
         write_pids(grandchild.pid)
         answer({"content": "done"})
+    elif mode == "escape":  # answer and exit, leaving a daemon that left our group
+        read_request()
+        write_pids(escaped_sleeper())
+        answer({"content": "escaped"})
+    elif mode == "escape-and-hang":  # us, a grandchild in our group, a daemon; then sleep
+        grandchild = sleeper(quiet=True)
+        write_pids(os.getpid(), grandchild.pid, escaped_sleeper())
+        time.sleep(600)
+    elif mode == "big-error":  # error: argv[2] argv[3] times, in a list if argv[4] is "list"
+        read_request()
+        print("about to fail", file=sys.stderr)
+        text, times = sys.argv[2], int(sys.argv[3])
+        as_list = sys.argv[4:] == ["list"]
+        answer({"error": {"trace": [text] * times} if as_list else text * times})
     elif mode == "raw":  # write argv[2], in hex, to stdout (argv[3] times, default once)
         read_request()
         times = int(sys.argv[3]) if len(sys.argv) > 3 else 1
