@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -447,6 +448,7 @@ def test_an_integral_float_is_not_an_integer(tmp_path: Path) -> None:
 def test_every_integer_field_refuses_a_float(
     tmp_path: Path, data: dict[str, Any], pointer: str, literal: str, message: str
 ) -> None:
+    data = copy.deepcopy(data)  # the parameter is shared by reruns
     parts = pointer.strip("/").split("/")
     target: Any = data
     for part in parts[:-1]:
@@ -484,8 +486,7 @@ def test_numbers_that_cannot_be_used_are_located_errors(
     tmp_path: Path, literal: str, message: str, adapter: dict[str, Any], field: str
 ) -> None:
     data = base_suite()
-    data["adapter"] = adapter
-    target = adapter
+    data["adapter"] = target = copy.deepcopy(adapter)  # the parameter is shared by literals
     for part in field.split("/")[2:-1]:
         target = target[part]
     target[field.rsplit("/", 1)[1]] = "NUMBER"
@@ -506,7 +507,7 @@ def test_numbers_that_cannot_be_used_are_located_errors(
 )
 def test_timeout_is_at_most_a_day(tmp_path: Path, adapter: dict[str, Any]) -> None:
     data = base_suite()
-    data["adapter"] = adapter
+    data["adapter"] = copy.deepcopy(adapter)
     data["adapter"]["timeoutMs"] = 86_400_000
     loaded = load_suite(write_suite(tmp_path, data)).adapter
     assert getattr(loaded, "timeout_ms", None) == 86_400_000
