@@ -2,8 +2,11 @@
 
 The server starts in a session of its own on a free loopback port, logs to a file in a temporary
 directory, and is always stopped: SIGTERM to its process group, SIGKILL after a grace period, also
-when the run fails or is cancelled. Every failure is an `AdapterError` that quotes the server's log.
-The lifecycle and its failure modes are described in docs/ollama.md (The managed Ollama server)."""
+when the run fails or is cancelled. It is a tied child (adapters/processes.py): the kernel kills
+it when RuleDrift dies, even by SIGKILL, and the watchdog then kills what it started (the model
+runners, which Ollama does not tie to the server). Every failure is an `AdapterError` that quotes
+the end of the server's log. The lifecycle and its failure modes are described in docs/ollama.md
+(The managed Ollama server)."""
 
 from __future__ import annotations
 
@@ -18,10 +21,11 @@ from asyncio.subprocess import DEVNULL, STDOUT, Process
 from dataclasses import dataclass
 from pathlib import Path
 
-from ruledrift.adapters.processes import describe_exit, kill_group, signal_group
+from ruledrift.adapters.processes import describe_exit, kill_child, signal_group, tied_child
 from ruledrift.adapters.transport import Retry
 from ruledrift.errors import AdapterError
 from ruledrift.ollama.api import OllamaAPI, OnProgress
+from ruledrift.text import repair_surrogates
 
 BIN_VARIABLE = "RULEDRIFT_OLLAMA_BIN"
 INSTALL_HINT = (
@@ -30,6 +34,7 @@ INSTALL_HINT = (
     f"or set {BIN_VARIABLE} to the path of the ollama executable"
 )
 LOG_TAIL_LINES = 20  # how much of the server's log an error message quotes
+LOG_TAIL_CHARS = 2000  # and at most this many characters of it (the last ones)
 _LOG_KEEP_BYTES = 64 * 1024  # how much of the log is read for a tail, and kept after the stop
 _READY_TRY_S = 1.0  # one readiness request may take this long
 _READY_INTERVAL_S = (0.05, 0.25)  # pause between readiness tries: doubles from first to last
@@ -65,6 +70,7 @@ class ManagedOllama:
         self._settings = settings
         self._port = 0
         self._process: Process | None = None
+        self._mark = ""  # the server's mark (adapters/processes.py), inherited by its runners
         self._exited: asyncio.Task[int] | None = None  # process.wait(), started with the process
         self._stopping = False
         self._log_dir: Path | None = None
@@ -122,9 +128,10 @@ class ManagedOllama:
         return self._with_log(problem)
 
     def _with_log(self, problem: str) -> AdapterError:
-        tail = self.log_tail()
+        tail = self.log_tail()[-LOG_TAIL_CHARS:]  # one line of a log may be 64 KiB long
         log = textwrap.indent(tail, "  ") if tail.strip() else "  (empty)"
-        return AdapterError(f"{problem}\nollama serve log (last lines):\n{log}")
+        message = f"{problem}\nollama serve log (last lines):\n{log}"
+        return _error(message)
 
     def check_running(self) -> None:
         """Raise AdapterError (with the log tail) if the server has exited on its own: call it
@@ -147,19 +154,23 @@ class ManagedOllama:
         self._port = _free_port()
         self._stopping = False
         self._log_dir = Path(tempfile.mkdtemp(prefix="ruledrift-ollama-"))
-        env = {
-            **os.environ,
-            "OLLAMA_HOST": f"127.0.0.1:{self._port}",
-            "OLLAMA_MODELS": str(self._settings.models_dir.absolute()),
-            "OLLAMA_NUM_PARALLEL": str(self._settings.num_parallel),
-            "OLLAMA_KEEP_ALIVE": self._settings.keep_alive,
-        }
+        options = tied_child(
+            {
+                **os.environ,
+                "OLLAMA_HOST": f"127.0.0.1:{self._port}",
+                "OLLAMA_MODELS": str(self._settings.models_dir.absolute()),
+                "OLLAMA_NUM_PARALLEL": str(self._settings.num_parallel),
+                "OLLAMA_KEEP_ALIVE": self._settings.keep_alive,
+            }
+        )
+        self._mark = options.mark
         with (self._log_dir / "serve.log").open("wb") as log:  # the server keeps its own copy
             try:
                 self._process = await asyncio.create_subprocess_exec(
                     self.executable,
                     "serve",
-                    env=env,
+                    env=options.env,
+                    preexec_fn=options.preexec_fn,
                     stdin=DEVNULL,
                     stdout=log,
                     stderr=STDOUT,
@@ -167,7 +178,7 @@ class ManagedOllama:
                 )
             except OSError as error:
                 self._remove_log_dir()
-                raise AdapterError(
+                raise _error(
                     f"could not start {self.executable} serve: {error.strerror or error} "
                     f"({INSTALL_HINT})"
                 ) from None
@@ -235,7 +246,7 @@ class ManagedOllama:
                 signal_group(process.pid, signal.SIGTERM)
                 await asyncio.wait({exited}, timeout=self._settings.stop_grace_s)
         finally:  # also when cancelled again while waiting
-            kill_group(process.pid)  # a server deaf to SIGTERM, its children
+            kill_child(process.pid, self._mark)  # a server deaf to SIGTERM, what it started
             self._remove_log_dir()
         await asyncio.wait({exited}, timeout=_REAP_S)
 
@@ -259,6 +270,12 @@ class ManagedOllama:
 # --- helpers ------------------------------------------------------------------------------------
 
 
+def _error(message: str) -> AdapterError:
+    """The one way an error leaves the server: without lone surrogates, which a path from argv or
+    the environment may hold (`\\udcff` for an undecodable byte) and no report can encode."""
+    return AdapterError(repair_surrogates(message))
+
+
 def _find_executable(configured: str | None) -> str:
     name = configured or os.environ.get(BIN_VARIABLE) or "ollama"
     found = shutil.which(name)
@@ -266,19 +283,17 @@ def _find_executable(configured: str | None) -> str:
         return found
     if configured or os.environ.get(BIN_VARIABLE):
         source = "the configured ollama executable" if configured else BIN_VARIABLE
-        raise AdapterError(
+        raise _error(
             f"{source} {name!r} is not an executable file (or not on PATH): {INSTALL_HINT}"
         )
-    raise AdapterError(
-        f"--start-ollama: the ollama executable was not found on PATH: {INSTALL_HINT}"
-    )
+    raise _error(f"--start-ollama: the ollama executable was not found on PATH: {INSTALL_HINT}")
 
 
 def _make_models_dir(path: Path) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise AdapterError(
+        raise _error(
             f"cannot create the models directory {path}: {error.strerror or error} "
             "(choose another with --models-dir)"
         ) from None

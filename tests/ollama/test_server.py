@@ -26,7 +26,7 @@ from ruledrift.ollama import server as sidecar
 from ruledrift.ollama.api import PullProgress, has_model
 from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_models_dir
 from tests.support.ollama_fake import OLLAMA_BIN
-from tests.support.processes import alive, gone, interruptible
+from tests.support.processes import alive, gone, interruptible, kill_survivors
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG = 30.0  # an upper bound that only says "did not hang"
@@ -93,6 +93,30 @@ def assert_no_leftovers(tmp_path: Path, *pids: int) -> None:
     assert list((tmp_path / "tmp").iterdir()) == []  # the log directory is removed
 
 
+def wrapped_ollama(tmp_path: Path, *lines: str) -> Path:
+    """An `ollama` that runs shell `lines`, then becomes the stand-in."""
+    wrapper = tmp_path / "ollama-wrapped"
+    wrapper.write_text(
+        "#!/bin/sh\n" + "".join(f"{line}\n" for line in lines) + f'exec "{OLLAMA_BIN}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def escaped_daemon(pid_file: Path) -> str:
+    """Shell lines: start a sleeper that leaves the process group (setsid), and wait until it
+    has left and written its pid to `pid_file`."""
+    code = (
+        "import os, sys, time; os.setsid(); "
+        "open(sys.argv[1] + '.partial', 'w').write(str(os.getpid())); "
+        "os.rename(sys.argv[1] + '.partial', sys.argv[1]); time.sleep(300)"
+    )
+    return (
+        f'"{sys.executable}" -c "{code}" \'{pid_file}\' </dev/null >/dev/null 2>&1 &\n'
+        f"while [ ! -s '{pid_file}' ]; do sleep 0.01; done"
+    )
+
+
 # --- starting -----------------------------------------------------------------------------------
 
 
@@ -155,6 +179,21 @@ def test_a_missing_ollama_says_how_to_install_it(
     message, _, _ = failure(ServerSettings(models_dir=models))
     assert message.startswith(f"RULEDRIFT_OLLAMA_BIN '{tmp_path / 'no-such-ollama'}' is not")
     assert not models.exists()  # nothing was done
+
+
+def test_messages_hold_no_lone_surrogates(
+    models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte that is not UTF-8 in a path from the environment or argv is a lone surrogate in
+    Python (\\udcff): the message shows U+FFFD instead, so every report can encode it."""
+    monkeypatch.setenv("RULEDRIFT_OLLAMA_BIN", str(tmp_path / "no-such-ollama-\udcff"))
+    message, _, _ = failure(ServerSettings(models_dir=models))
+    message.encode("utf-8")
+    (tmp_path / "file").write_text("")
+    message, _, _ = failure(settings(tmp_path / "file" / "models-\udcff"))
+    assert message.startswith(f"cannot create the models directory {tmp_path / 'file'}")
+    assert "models-\ufffd" in message
+    message.encode("utf-8")
 
 
 def test_the_models_directory_is_created(tmp_path: Path) -> None:
@@ -238,6 +277,18 @@ def test_a_server_that_never_gets_ready_is_stopped(
     assert_no_leftovers(tmp_path, pid)
 
 
+def test_the_log_quoted_in_an_error_is_cut_to_its_end(
+    models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last 20 lines may be one 64 KiB line: an error quotes at most 2,000 characters."""
+    monkeypatch.setenv("FAKE_OLLAMA_MODE", "exit")
+    executable = wrapped_ollama(tmp_path, f"printf '%0{100_000}d\\n' 0")
+    message, _, _ = failure(settings(models, executable=str(executable)))
+    log = message.partition("\nollama serve log (last lines):\n")[2]
+    assert log.endswith("Error: simulated startup failure (FAKE_OLLAMA_MODE=exit)")
+    assert len(log) <= sidecar.LOG_TAIL_CHARS + 2 * sidecar.LOG_TAIL_LINES
+
+
 # --- stopping -----------------------------------------------------------------------------------
 
 
@@ -269,6 +320,65 @@ def test_what_the_server_started_is_stopped_with_it(
     child = int((tmp_path / "child.pid").read_text())
     assert server.returncode == 0
     assert_no_leftovers(tmp_path, seen["pid"], child)
+
+
+def test_what_the_server_started_outside_its_group_is_stopped_with_it(
+    models: Path, tmp_path: Path
+) -> None:
+    """A child that left the server's process group (setsid) is found by its mark."""
+    daemon_pid = tmp_path / "daemon.pid"
+    executable = wrapped_ollama(tmp_path, escaped_daemon(daemon_pid))
+    server, seen = started_and_stopped(settings(models, executable=str(executable)))
+    daemon = int(daemon_pid.read_text())
+    try:
+        assert server.returncode == 0
+        assert_no_leftovers(tmp_path, seen["pid"], daemon)
+    finally:
+        kill_survivors(daemon)
+
+
+def test_a_killed_ruledrift_takes_the_server_and_what_it_started_with_it(
+    models: Path, tmp_path: Path
+) -> None:
+    """SIGKILL leaves RuleDrift no time to stop the server: the kernel kills the server (a
+    parent-death signal), RuleDrift's watchdog what it started (Ollama's model runners are not
+    tied to the server), in its process group or not."""
+    runner_pid, daemon_pid = tmp_path / "runner.pid", tmp_path / "daemon.pid"
+    executable = wrapped_ollama(
+        tmp_path,
+        f"(trap '' TERM; exec sleep 300) & echo $! > '{runner_pid}'",
+        escaped_daemon(daemon_pid),
+    )
+    script = (
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "from ruledrift.ollama.server import ManagedOllama, ServerSettings\n"
+        "async def main():\n"
+        "    config = ServerSettings(models_dir=Path(sys.argv[1]), executable=sys.argv[2])\n"
+        "    async with ManagedOllama(config):\n"
+        "        print('ready', flush=True)\n"
+        "        await asyncio.sleep(3600)\n"
+        "asyncio.run(main())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path / "tmp")}
+    with subprocess.Popen(
+        [sys.executable, "-c", script, str(models), str(executable)],
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    ) as driver:
+        assert driver.stdout is not None
+        try:
+            assert driver.stdout.readline() == "ready\n"
+        finally:
+            driver.kill()
+            driver.wait(timeout=HANG)
+    pids = [record(models)["pid"], int(runner_pid.read_text()), int(daemon_pid.read_text())]
+    try:
+        assert gone(pids[0]), "ollama serve outlived RuleDrift"
+        assert gone(*pids[1:]), "what ollama serve started outlived RuleDrift"
+    finally:
+        kill_survivors(*pids)
 
 
 def test_cancelling_inside_the_block_stops_the_server(models: Path, tmp_path: Path) -> None:
