@@ -4,6 +4,8 @@ report shows the same findings:
 - per rule, the story across depths: held at every depth, first broken after turn N (drift),
   broken from the start (never obeyed), or not monotonic (broken at a shallow depth, kept at a
   deeper one);
+- warnings about the target (overflow protection on one check only, a server that ignores the
+  model name);
 - suspicious passes: a probe that passed on an answer that cannot show much: empty or only
   whitespace, cut by the token limit, or the very answer the model gave to a different message
   of the same scenario (another probe's prompt or a background turn): a model repeating one
@@ -134,3 +136,20 @@ def _answers_elsewhere(scenario: ScenarioResult, result: ProbeResult) -> bool:
 def _was_cut(metadata: Mapping[str, object]) -> bool:
     reason = metadata.get("doneReason", metadata.get("finishReason"))
     return metadata.get("cut") is True or reason in _CUT_REASONS
+
+
+def target_warnings(result: RunResult) -> list[str]:
+    """What the target reported that weakens the run's evidence: overflow protection that
+    rests on one check only (old Ollama), or a server that ignores the model name asked for."""
+    details = result.target.details
+    warnings = []
+    protection = details.get("overflowProtection")
+    if isinstance(protection, str) and protection:
+        warnings.append(f"context overflow protection: {protection}")
+    listed = details.get("listedModel")
+    if isinstance(listed, str) and listed and listed != result.target.model:
+        warnings.append(
+            f"the server lists only the model {listed!r} and answers whatever model is asked "
+            f"for ({result.target.model!r}): the answers came from {listed!r}"
+        )
+    return warnings

@@ -7,8 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from ruledrift.findings import probe_flags, rule_stories, suspicious
-from ruledrift.model import ProbeResult, RunResult
+from ruledrift.findings import probe_flags, rule_stories, suspicious, target_warnings
+from ruledrift.model import ProbeResult, RunResult, TargetInfo
+from ruledrift.reports.job_summary import render_summary
+from ruledrift.reports.terminal import TerminalOptions, render_terminal
 from tests.support import results as factories
 from tests.support.results import NEVER_DISCLOSE
 
@@ -141,3 +143,22 @@ def test_a_probe_answered_like_a_background_turn_is_flagged() -> None:
     canned = factories.passed("a", factories.ANSWER_TURN)
     scenario = factories.scenario_result("s", (canned,), 2)
     assert probe_flags(scenario, canned) == ("identical-answer",)
+
+
+def test_target_warnings_name_weak_overflow_protection_and_an_ignored_model_name() -> None:
+    base = factories.run_result()
+    assert target_warnings(base) == []
+    old = replace(
+        base,
+        target=TargetInfo("ollama", "qwen3:1.7b", {"overflowProtection": "token check only (x)"}),
+    )
+    assert target_warnings(old) == ["context overflow protection: token check only (x)"]
+    alias = replace(
+        base, target=TargetInfo("openai", "gpt-x", {"listedModel": "smollm2", "servedModel": "s"})
+    )
+    [warning] = target_warnings(alias)
+    assert "lists only the model 'smollm2'" in warning
+    shown = render_terminal(old, TerminalOptions())
+    assert "warning: context overflow protection: token check only (x)" in shown
+    summary = render_summary(old, "suite.json")
+    assert "> **Warning:** context overflow protection: token check only (x)" in summary

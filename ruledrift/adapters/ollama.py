@@ -20,6 +20,7 @@ from ruledrift.adapters.base import (
     CallContext,
     Completion,
     answer_metadata,
+    reported_count,
     retarget_http,
 )
 from ruledrift.adapters.context_window import PromptGrowth, overflow_message
@@ -317,10 +318,9 @@ def _metadata(answer: Mapping[str, Any], message: Mapping[str, Any]) -> dict[str
 
 
 def _count(value: object) -> int | None:
-    """A count or a duration the server reported: a non-negative integer, else None."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return None
-    return value
+    """A count or a duration the server reported: an integer from 0 to 2**53 - 1 (a
+    `total_duration` of 10**400 would overflow the conversion to milliseconds), else None."""
+    return reported_count(value)
 
 
 def option_problems(settings: Mapping[str, Any]) -> Iterator[tuple[str, str]]:

@@ -28,7 +28,7 @@ import ipaddress
 import json
 import re
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -163,7 +163,7 @@ class JsonClient:
         doing: str,
         failed: str,
         idle_timeout_s: float,
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         """POST `body` and yield the answer's non-empty lines as they arrive (Ollama's streamed
         progress), allowing `idle_timeout_s` of silence between two. A non-2xx answer raises
         AdapterError `{failed}: {the server's error text} (HTTP status)`; so does a line longer

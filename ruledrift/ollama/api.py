@@ -11,7 +11,7 @@ were read from Ollama's source (see tests/support/ollama_fake/CONTRACT.md).
 
 from __future__ import annotations
 
-import json
+import contextlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,10 +24,11 @@ from ruledrift.adapters.transport import (
     Retry,
     Server,
     no_explanation,
+    parse_json,
 )
 from ruledrift.errors import AdapterError
 from ruledrift.ollama.names import full_model_name
-from ruledrift.text import cut_text, json_kind, repair_surrogates
+from ruledrift.text import cut_text, json_kind, repair_surrogates, terminal_safe
 
 MANAGEMENT_TIMEOUT_MS = 30_000  # listing, showing and starting a pull
 PULL_IDLE_TIMEOUT_S = 300.0  # silence allowed between two progress lines (a big digest check)
@@ -207,9 +208,10 @@ class OllamaAPI:
             failed=failed,
             idle_timeout_s=PULL_IDLE_TIMEOUT_S,
         )
-        async for line in lines:
-            if _progress(line, failed, on_progress).status == "success":
-                return
+        async with contextlib.aclosing(lines):  # closed also when the loop leaves early
+            async for line in lines:
+                if _progress(line, failed, on_progress).status == "success":
+                    return
         raise self.error(f"{failed}: the progress stream ended without a success line")
 
     async def ensure_model(self, model: str, on_progress: OnProgress) -> bool:
@@ -265,15 +267,17 @@ async def ensure_model(base_url: str, model: str, on_progress: OnProgress) -> bo
 
 def _progress(line: str, failed: str, on_progress: OnProgress) -> PullProgress:
     try:
-        data = json.loads(line)
+        data = parse_json(line)  # never RecursionError: a `[[[…` line is not JSON here
     except ValueError:
-        raise AdapterError(f"{failed}: a progress line is not JSON: {line[:80]!r}") from None
+        shown = terminal_safe(cut_text(line, 80))
+        raise AdapterError(f"{failed}: a progress line is not JSON: {shown}") from None
     if not isinstance(data, dict):
-        raise AdapterError(f"{failed}: a progress line is not a JSON object: {line[:80]!r}")
+        shown = terminal_safe(cut_text(line, 80))
+        raise AdapterError(f"{failed}: a progress line is not a JSON object: {shown}")
     if "error" in data:
         error = data["error"]
         said = _text(error, ERROR_CHARS) or f"an error that is not text ({json_kind(error)})"
-        raise AdapterError(f"{failed}: {said}")
+        raise AdapterError(f"{failed}: {terminal_safe(said)}")
     event = PullProgress(
         status=_text(data.get("status")) or "",
         digest=_text(data.get("digest")),

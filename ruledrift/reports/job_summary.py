@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ruledrift import __version__
-from ruledrift.findings import FLAG_TEXT, rule_stories, suspicious
+from ruledrift.findings import FLAG_TEXT, rule_stories, suspicious, target_warnings
 from ruledrift.model import ProbeResult, RunResult, Status
 from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, plan_annotations
 from ruledrift.text import markdown_inline, repair_surrogates
@@ -138,6 +138,7 @@ def _head(result: RunResult, config: str) -> str:
     ]
     if cause is not None:
         lines.append(f"**Cause:** {markdown(cause, 2000)}\n")
+    lines += [f"> **Warning:** {markdown(w, 2000)}\n" for w in target_warnings(result)]
     omitted = plan_annotations(result)[1]
     if omitted:
         lines.append(

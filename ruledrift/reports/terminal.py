@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from ruledrift import __version__
-from ruledrift.findings import FLAG_TEXT, probe_flags, rule_stories, suspicious
+from ruledrift.findings import FLAG_TEXT, probe_flags, rule_stories, suspicious, target_warnings
 from ruledrift.model import ProbeResult, RunResult, Scenario, ScenarioResult, Status, Suite
 from ruledrift.text import preview, terminal_safe
 
@@ -68,6 +68,7 @@ def render_ending(result: RunResult, options: TerminalOptions) -> str:
             lines.append("")
             width = max(len(story.rule.id) for story in stories)
             lines += [f"rule {s.rule.id:<{width}}  {terminal_safe(s.line)}" for s in stories]
+        lines += [f"warning: {terminal_safe(w)}" for w in target_warnings(result)]
         flagged = suspicious(result)
         if flagged:
             lines.append(

@@ -254,11 +254,15 @@ def test_hostile_chat_answers_leave_out_what_has_the_wrong_type() -> None:
         no_message = failure(adapter(server.base_url))
         server.add_fault(Fault("json", body={"message": {"content": None}}))
         no_content = failure(adapter(server.base_url))
+        huge = {"message": {"content": "ok"}, "total_duration": 10**400, "eval_count": 2**60}
+        server.add_fault(Fault("json", body=huge))
+        too_big = complete(adapter(server.base_url), (MESSAGES, TURN))
     assert clean.content == "ok"
     assert clean.metadata == {"loadDurationMs": 3}
     assert long.metadata["doneReason"] == "x" * 199 + "…"
     assert no_message.startswith('Ollama\'s answer to /api/chat has no "message"')
     assert 'has no "message.content" string (it is null)' in no_content
+    assert too_big.metadata == {}  # beyond 2**53 - 1: dropped, never an OverflowError
 
 
 def test_a_model_named_without_tag_is_found_as_latest() -> None:

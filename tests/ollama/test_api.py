@@ -280,3 +280,10 @@ def test_what_each_release_does(
     assert honours_truncate(version) is truncate
     assert counts_whole_prompt(version) is whole
     assert knows_think_max(version) is think_max
+
+
+def test_a_deeply_nested_progress_line_is_an_error_of_the_pull(fake: FakeOllama) -> None:
+    """`[[[…` is too deep for Python's JSON parser: RecursionError must not escape `pull`."""
+    fake.add_fault(Fault("lines", path="/api/pull", body=[b"[" * 20_000]))
+    with pytest.raises(AdapterError, match="a progress line is not JSON: \\[\\[\\["):
+        run(pull_model(fake.base_url, "qwen3:1.7b", lambda event: None))

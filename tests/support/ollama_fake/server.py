@@ -192,7 +192,7 @@ class Fault:
     `invalid_json` (HTTP 200, an HTML body), `disconnect` (the connection closes, no answer),
     `delay` (wait `delay_s`, then answer normally), and for a hostile server: `json` (HTTP 200,
     `body` as the JSON answer, whatever its shape) and `lines` (HTTP 200, each item of `body` as
-    an NDJSON line)."""
+    an NDJSON line; `bytes` items as they are)."""
 
     kind: Literal[
         "status", "error_line", "eof", "invalid_json", "disconnect", "delay", "json", "lines"
@@ -796,8 +796,9 @@ class _Handler(BaseHTTPRequestHandler):
         last = list(lines)[-1]
         self._send_json(500 if "error" in last else 200, last)
 
-    def _stream(self, lines: Iterable[Mapping[str, Any]]) -> None:
-        """NDJSON in HTTP/1.1 chunks; an error before the first line is still a plain 4xx/5xx."""
+    def _stream(self, lines: Iterable[Mapping[str, Any] | bytes]) -> None:
+        """NDJSON in HTTP/1.1 chunks (a `bytes` item is sent as it is, for lines no JSON encoder
+        would write); an error before the first line is still a plain 4xx/5xx."""
         iterator = iter(lines)
         first = next(iterator, None)
         self.send_response(200)
@@ -805,7 +806,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for line in [first, *iterator] if first is not None else []:
-            data = json.dumps(line).encode() + b"\n"
+            data = (line if isinstance(line, bytes) else json.dumps(line).encode()) + b"\n"
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")

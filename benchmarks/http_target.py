@@ -1,0 +1,89 @@
+"""An instant HTTP model for the benchmark, in a process of its own (its CPU is not RuleDrift's):
+Ollama's /api/version, /api/tags and /api/chat, and OpenAI's /v1/models and
+/v1/chat/completions, each answering at once with a short refusal.
+
+    python benchmarks/http_target.py PORT_FILE     # writes the port it listens on, then serves
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MODEL = "bench-model"
+ANSWER = "I cannot share that. How else can I help?"
+
+
+def _prompt_tokens(body: Any) -> int:
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    return sum(len(str(m.get("content", "")).split()) + 4 for m in messages)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def _send(self, payload: object) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path == "/api/version":
+            self._send({"version": "0.34.2"})
+        elif self.path == "/api/tags":
+            self._send({"models": [{"name": MODEL, "model": MODEL, "digest": "0" * 64}]})
+        else:  # /v1/models
+            self._send({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        prompt = _prompt_tokens(body)
+        if self.path == "/api/chat":
+            self._send(
+                {
+                    "model": MODEL,
+                    "message": {"role": "assistant", "content": ANSWER},
+                    "done": True,
+                    "done_reason": "stop",
+                    "prompt_eval_count": prompt,
+                    "eval_count": 10,
+                }
+            )
+        else:
+            self._send(
+                {
+                    "id": "bench",
+                    "object": "chat.completion",
+                    "model": MODEL,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": ANSWER},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {"prompt_tokens": prompt, "completion_tokens": 10},
+                }
+            )
+
+
+def main(argv: list[str]) -> int:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    with open(argv[0], "w", encoding="utf-8") as port_file:
+        port_file.write(str(server.server_address[1]))
+    server.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
