@@ -1,5 +1,5 @@
 """An instant HTTP model for the benchmark, in a process of its own (its CPU is not RuleDrift's):
-Ollama's /api/version, /api/tags and /api/chat, and OpenAI's /v1/models and
+Ollama's /api/version, /api/tags, /api/show and /api/chat, and OpenAI's /v1/models and
 /v1/chat/completions, each answering at once with a short refusal.
 
     python benchmarks/http_target.py PORT_FILE     # writes the port it listens on, then serves
@@ -47,7 +47,9 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
         prompt = _prompt_tokens(body)
-        if self.path == "/api/chat":
+        if self.path == "/api/show":
+            self._send({"capabilities": ["completion"], "details": {"format": "gguf"}})
+        elif self.path == "/api/chat":
             self._send(
                 {
                     "model": MODEL,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ruledrift import text
-from ruledrift.text import xml_safe
+from ruledrift.text import terminal_safe, xml_safe
 
 
 def test_data_escapes_percent_first_then_cr_and_lf() -> None:
@@ -22,3 +22,9 @@ def test_xml_safe_escapes_only_what_xml_forbids() -> None:
     assert xml_safe("\ufffe\uffff\ud800\udfff") == "\\ufffe\\uffff\\ud800\\udfff"
     kept = "tab\t lf\n cr\r é \x7f \ufffd \ue000 🙂 \U0010ffff ]]> <&>"
     assert xml_safe(kept) == kept
+
+
+def test_bidi_controls_cannot_reorder_what_a_terminal_shows() -> None:
+    """U+202E (right-to-left override) and the isolates make `exe.txt` read as `txt.exe`."""
+    assert terminal_safe("report\u202etxt.exe") == "report\\u202etxt.exe"
+    assert terminal_safe("a\u2066b\u2069c\u202ad") == "a\\u2066b\\u2069c\\u202ad"

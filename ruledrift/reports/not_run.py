@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ruledrift.errors import ConfigError, RuleDriftError
+from ruledrift.errors import MAX_SHOWN_ISSUES, ConfigError, RuleDriftError
 from ruledrift.reports.workflow_commands import (
     ANNOTATIONS_PER_LEVEL,
     MESSAGE_MAX_CHARS,
@@ -39,7 +39,8 @@ def render_not_run_annotations(error: RuleDriftError, workspace: str | None) -> 
         lines.append(workflow_command("error", message, properties))
     if len(shown) < len(issues):
         more = len(issues) - len(shown)
-        message = f"{more} more problem(s) in the suite: the log lists every one"
+        shown_in_log = min(len(issues), MAX_SHOWN_ISSUES)
+        message = f"{more} more problem(s) in the suite: the log lists the first {shown_in_log}"
         lines.append(workflow_command("error", message, {"title": _TITLE}))
     return lines
 

@@ -31,7 +31,7 @@ def header(suite: Suite, scenarios: int, probes: int, calls: int) -> str:
     adapter = suite.adapter
     model = f", model {terminal_safe(adapter.model)}" if adapter.model else ""
     return (
-        f"RuleDrift {__version__}: suite {terminal_safe(repr(suite.name))} "
+        f"RuleDrift {__version__}: suite {preview(repr(suite.name))} "
         f"({adapter.type} adapter{model})\n"
         f"{terminal_safe(str(suite.path))}: {scenarios} scenario(s), {probes} probe(s), "
         f"{calls} model call(s)"
