@@ -19,6 +19,7 @@ On other systems only the process group remains (no prctl, no /proc); nothing fa
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import itertools
@@ -35,6 +36,7 @@ from pathlib import Path
 MARKS_VARIABLE = "RULEDRIFT_MARKS"  # space-separated marks: one per RuleDrift that owns the process
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _SWEEP_ROUNDS = 10  # a process forked while a round ran is found by the next one
+_WATCHDOG_EXIT_S = 2.0  # at our exit, how long to wait for the watchdog's last sweep
 _WATCHDOG_BOOT = (
     "import sys; sys.path[:0] = [sys.argv[1]]; "
     "from ruledrift.adapters.processes import watch; watch(sys.argv[2])"
@@ -139,6 +141,17 @@ class _Watchdog:
             self._forget()
             self._process = _start_watchdog(self.run)
 
+    def stop(self) -> None:
+        """At our normal exit: close the watchdog's stdin (it sweeps, finds nothing, exits) and
+        reap it, so that nothing is left running or unreaped behind a clean exit."""
+        if self._owner != os.getpid() or self._process is None:
+            return
+        process, self._process = self._process, None
+        if process.stdin:
+            process.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=_WATCHDOG_EXIT_S)
+
     def _forget(self) -> None:
         """Close our end of the watchdog's stdin (in a fork: only the fork's copy)."""
         if self._process and self._process.stdin:
@@ -163,6 +176,7 @@ def _start_watchdog(run: str) -> subprocess.Popen[bytes] | None:
 
 
 _watchdog = _Watchdog()
+atexit.register(_watchdog.stop)
 
 
 # --- Linux: the parent-death signal and /proc ---------------------------------------------------

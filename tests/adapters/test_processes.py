@@ -200,3 +200,22 @@ def test_a_watchdog_that_died_is_replaced() -> None:
     assert second is not None
     assert second.pid != first.pid
     assert alive(second.pid)
+
+
+def test_a_clean_exit_stops_and_reaps_the_watchdog_without_a_warning() -> None:
+    script = (
+        "from ruledrift.adapters import processes\n"
+        "processes.tied_child()\n"
+        "print(processes._watchdog._process.pid, flush=True)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    finished = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
+    )
+    assert finished.stderr == ""  # -X dev shows ResourceWarnings: a running child, an open pipe
+    assert not alive(int(finished.stdout))  # reaped before the exit, not merely orphaned
