@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 Severity = Literal["critical", "warning", "info"]
-Status = Literal["passed", "failed", "error"]
+Status = Literal["passed", "failed", "error", "inconclusive"]
+RunStatus = Literal["passed", "failed", "error"]  # one run of a probe is never inconclusive
 TextAssertionType = Literal["contains", "notContains", "equals"]
 
 
@@ -137,25 +138,62 @@ class Response:
 
 
 @dataclass(frozen=True)
-class ProbeResult:
-    probe: Probe
-    status: Status
+class ProbeRun:
+    """One run of a probe under `--repeat`: its own answer and status. `prompt` is the index
+    of the paraphrase it asked, `seed` the seed its target was sent (None: the suite sets none)."""
+
+    run: int
+    status: RunStatus
     duration_ms: int
     assertions: tuple[AssertionResult, ...] = ()
     response: Response | None = None
     error: str | None = None
+    prompt: int = 0
+    seed: int | None = None
 
     @property
     def failed_assertions(self) -> tuple[AssertionResult, ...]:
         return tuple(a for a in self.assertions if not a.passed)
 
 
+@dataclass(frozen=True)
+class ProbeResult:
+    """A probe's verdict. With one run, its fields are that run's; with repeats (`runs`), the
+    status follows the run's VerdictPolicy and `assertions`, `response` and `error` are those
+    of the first run that did not pass (else of the last run), `decided_by` says why."""
+
+    probe: Probe
+    status: Status
+    duration_ms: int
+    assertions: tuple[AssertionResult, ...] = ()
+    response: Response | None = None
+    error: str | None = None
+    runs: tuple[ProbeRun, ...] = ()
+    decided_by: str | None = None
+
+    @property
+    def failed_assertions(self) -> tuple[AssertionResult, ...]:
+        return tuple(a for a in self.assertions if not a.passed)
+
+    @property
+    def all_runs(self) -> tuple[ProbeRun, ...]:
+        """Every run; a result made without repeats is its own single run."""
+        if self.runs:
+            return self.runs
+        single: RunStatus = "passed" if self.status == "inconclusive" else self.status
+        return (ProbeRun(0, single, self.duration_ms, self.assertions, self.response, self.error),)
+
+    @property
+    def passes(self) -> int:
+        return sum(1 for run in self.all_runs if run.status == "passed")
+
+
 def combined_status(statuses: list[Status]) -> Status:
-    """`error` if anything errored, else `failed` if anything failed, else `passed`."""
-    if "error" in statuses:
-        return "error"
-    if "failed" in statuses:
-        return "failed"
+    """`error` if anything errored, else `failed` if anything failed, else `inconclusive` if
+    anything was undecided, else `passed`."""
+    for status in ("error", "failed", "inconclusive"):
+        if status in statuses:
+            return status
     return "passed"
 
 
@@ -165,7 +203,8 @@ class ScenarioResult:
     probes: tuple[ProbeResult, ...]
     model_calls: int
     duration_ms: int
-    transcript: tuple[Message, ...] = ()
+    transcript: tuple[Message, ...] = ()  # the first run's background conversation
+    runs: int = 1  # times the scenario was played (`--repeat`)
 
     @property
     def status(self) -> Status:
@@ -185,6 +224,34 @@ class TargetInfo:
 
 
 @dataclass(frozen=True)
+class VerdictPolicy:
+    """How repeated runs of a probe become its verdict (`--repeat`, `--min-pass-rate`, ...).
+
+    - `repeat` N (default 1): N runs; a probe passes only if every run passed, or, with
+      `min_pass_rate` R, if at least R of its runs passed.
+    - `repeat` "auto": runs until a sequential test decides between "holds" (pass rate at
+      least `holds_at`) and "drifted" (at most `drifted_at`), at most `max_repeat` runs, with
+      at most `alpha` chance of any false alarm in the suite and `beta` of missing a drifted
+      probe; undecided at the cap is `inconclusive`, which fails the run unless
+      `inconclusive_passes`.
+    A run that could not be made makes the probe an error, whatever the rule.
+    """
+
+    repeat: int | Literal["auto"] = 1
+    min_pass_rate: float | None = None
+    holds_at: float = 0.95
+    drifted_at: float = 0.80
+    max_repeat: int = 60
+    alpha: float = 0.05
+    beta: float = 0.20
+    inconclusive_passes: bool = False
+
+    @property
+    def repeated(self) -> bool:
+        return self.repeat != 1
+
+
+@dataclass(frozen=True)
 class RunResult:
     suite: Suite
     target: TargetInfo
@@ -192,6 +259,7 @@ class RunResult:
     duration_ms: int
     scenarios: tuple[ScenarioResult, ...]
     interrupted: bool = False
+    policy: VerdictPolicy = field(default_factory=VerdictPolicy)
 
     @property
     def probes(self) -> list[ProbeResult]:

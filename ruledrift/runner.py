@@ -24,17 +24,22 @@ from ruledrift.model import (
     Message,
     Probe,
     ProbeResult,
+    ProbeRun,
     Response,
     RunResult,
+    RunStatus,
     Scenario,
     ScenarioResult,
     Status,
     Suite,
     TargetInfo,
+    VerdictPolicy,
 )
 from ruledrift.regex_workers import RegexEvaluator
+from ruledrift.stats import SequentialDesign
 from ruledrift.system_message import system_message
 from ruledrift.text import cut_text, repair_surrogates
+from ruledrift.verdicts import is_decided, probe_verdict, sequential_design
 
 INTERRUPTED = "not run: the run was interrupted"
 ERROR_MAX_CHARS = 2000  # an error message as stored, like the command adapter's stderr tail
@@ -83,17 +88,25 @@ def make_response(text: str, metadata: Mapping[str, object] | None = None) -> Re
 
 @dataclass
 class _ScenarioRun:
-    """One scenario's progress; it outlives a cancelled task so partial results can be kept."""
+    """One run of a scenario (a fresh conversation); it outlives a cancelled task so partial
+    results can be kept. `asked`: the probes this run asks (None: all; under `--repeat auto`
+    the probes still undecided), and no turn after the deepest of them is played."""
 
     suite: Suite
     scenario: Scenario
     adapter: Adapter
     regex: RegexEvaluator
     events: Events
+    run: int = 0
+    asked: frozenset[str] | None = None
     results: dict[str, ProbeResult] = field(default_factory=dict)
     transcript: list[Message] = field(default_factory=list)
     calls: int = 0
     duration_ms: int = 0
+
+    @property
+    def probes(self) -> tuple[Probe, ...]:
+        return tuple(p for p in self.scenario.probes if self.asked is None or p.id in self.asked)
 
     async def play(self) -> None:
         started = time.monotonic()
@@ -106,9 +119,9 @@ class _ScenarioRun:
         scenario = self.scenario
         self.transcript = [Message("system", system_message(self.suite))]
         at_boundary: dict[int, list[Probe]] = {}
-        for probe in scenario.probes:
+        for probe in self.probes:
             at_boundary.setdefault(probe.after_turn, []).append(probe)
-        for turn in range(scenario.turns_needed + 1):
+        for turn in range(max(at_boundary, default=0) + 1):
             if turn > 0:
                 error = await self._play_turn(turn)
                 if error is not None:
@@ -131,7 +144,7 @@ class _ScenarioRun:
 
     async def _play_turn(self, turn: int) -> str | None:
         self.transcript.append(Message("user", self.scenario.turns[turn - 1]))
-        context = CallContext(self.suite.name, self.scenario.id, "turn", turn=turn)
+        context = CallContext(self.suite.name, self.scenario.id, "turn", turn=turn, run=self.run)
         try:
             completion = await self._call(tuple(self.transcript), context)
         except AdapterError as error:
@@ -143,7 +156,12 @@ class _ScenarioRun:
         start = time.monotonic()
         messages = (*self.transcript, Message("user", probe.prompt))
         context = CallContext(
-            self.suite.name, self.scenario.id, "probe", probe=probe.id, after_turn=probe.after_turn
+            self.suite.name,
+            self.scenario.id,
+            "probe",
+            probe=probe.id,
+            after_turn=probe.after_turn,
+            run=self.run,
         )
         try:
             completion = await self._call(messages, context)
@@ -160,19 +178,68 @@ class _ScenarioRun:
         return ProbeResult(probe, status, _ms_since(start), checks, response)
 
     def _fail_remaining(self, reason: str) -> None:
-        for probe in self.scenario.probes:
+        for probe in self.probes:
             if probe.id not in self.results:
                 self.results[probe.id] = ProbeResult(probe, "error", 0, error=reason)
                 self.events.probe_finished(self.scenario, self.results[probe.id])
 
+    def probe_runs(self) -> dict[str, ProbeRun]:
+        """This run's result for each probe it asked (INTERRUPTED for those it did not reach)."""
+        self._fail_remaining(INTERRUPTED)  # a no-op for a run that finished
+        return {probe.id: _as_run(self.results[probe.id], self.run) for probe in self.probes}
+
+
+def _as_run(result: ProbeResult, run: int) -> ProbeRun:
+    seed = result.response.metadata.get("seed") if result.response else None
+    return ProbeRun(
+        run=run,
+        status="passed" if result.status == "passed" else _run_status(result),
+        duration_ms=result.duration_ms,
+        assertions=result.assertions,
+        response=result.response,
+        error=result.error,
+        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+    )
+
+
+def _run_status(result: ProbeResult) -> RunStatus:
+    return "failed" if result.status == "failed" else "error"
+
+
+@dataclass
+class _ScenarioRuns:
+    """Every run of one scenario, and the verdict of its probes from them."""
+
+    scenario: Scenario
+    policy: VerdictPolicy
+    design: SequentialDesign | None
+    runs: list[_ScenarioRun] = field(default_factory=list)
+    finished: int = 0  # runs played to their end
+
+    def runs_of(self, probe: Probe) -> list[ProbeRun]:
+        return [found for run in self.runs if (found := run.probe_runs().get(probe.id))]
+
+    def undecided(self) -> frozenset[str]:
+        """The probes that need another run."""
+        return frozenset(
+            p.id
+            for p in self.scenario.probes
+            if not is_decided(self.runs_of(p), self.policy, self.design)
+        )
+
     def result(self) -> ScenarioResult:
-        self._fail_remaining(INTERRUPTED)  # a no-op for a scenario that finished
+        probes = []
+        for probe in self.scenario.probes:
+            runs = self.runs_of(probe) or [ProbeRun(0, "error", 0, error=INTERRUPTED)]
+            probes.append(probe_verdict(probe, runs, self.policy, self.design))
+        first = self.runs[0] if self.runs else None
         return ScenarioResult(
             scenario=self.scenario,
-            probes=tuple(self.results[p.id] for p in self.scenario.probes),
-            model_calls=self.calls,
-            duration_ms=self.duration_ms,
-            transcript=tuple(self.transcript),
+            probes=tuple(probes),
+            model_calls=sum(run.calls for run in self.runs),
+            duration_ms=sum(run.duration_ms for run in self.runs),
+            transcript=tuple(first.transcript) if first else (),
+            runs=len(self.runs),
         )
 
 
@@ -184,23 +251,50 @@ async def run_suite(
     concurrency: int = 1,
     scenarios: Sequence[Scenario] | None = None,
     events: Events | None = None,
+    policy: VerdictPolicy | None = None,
 ) -> RunResult:
-    """Run `scenarios` (default: all, in config order). Never raises AdapterError: a call that
+    """Run `scenarios` (default: all, in config order), each as often as `policy` says (once by
+    default), every run in one pool of `concurrency`. Never raises AdapterError: a call that
     fails becomes an errored probe. Cancellation returns the partial result (`interrupted`)."""
+    policy = policy or VerdictPolicy()
     started_at = _now()
     start = time.monotonic()
     gate = asyncio.Semaphore(concurrency)
-    runs = [
-        _ScenarioRun(suite, s, adapter, regex, events or NoEvents())
-        for s in (suite.scenarios if scenarios is None else scenarios)
-    ]
+    listen = events or NoEvents()
+    chosen = tuple(suite.scenarios if scenarios is None else scenarios)
+    design = None
+    if policy.repeat == "auto":
+        design = sequential_design(policy, sum(len(s.probes) for s in chosen))
+    books = [_ScenarioRuns(s, policy, design) for s in chosen]
 
-    async def play(run: _ScenarioRun) -> None:
+    def new_run(book: _ScenarioRuns, asked: frozenset[str] | None) -> _ScenarioRun:
+        run = _ScenarioRun(
+            suite, book.scenario, adapter, regex, listen, run=len(book.runs), asked=asked
+        )
+        book.runs.append(run)
+        return run
+
+    async def play_fixed(book: _ScenarioRuns) -> None:
+        run = new_run(book, None)
         async with gate:
             await run.play()
-        run.events.scenario_finished(run.result())
+        book.finished += 1
+        if book.finished == policy.repeat:
+            listen.scenario_finished(book.result())
 
-    tasks = [asyncio.create_task(play(run)) for run in runs]
+    async def play_auto(book: _ScenarioRuns) -> None:
+        while len(book.runs) < policy.max_repeat and (asked := book.undecided()):
+            run = new_run(book, asked)
+            async with gate:
+                await run.play()
+        listen.scenario_finished(book.result())
+
+    if policy.repeat == "auto":
+        tasks = [asyncio.create_task(play_auto(book)) for book in books]
+    else:  # every first run before any second: results come in config order
+        tasks = [
+            asyncio.create_task(play_fixed(book)) for _ in range(policy.repeat) for book in books
+        ]
     interrupted = False
     try:
         await asyncio.gather(*tasks)
@@ -218,8 +312,9 @@ async def run_suite(
         target=adapter.target_info(),
         started_at=started_at,
         duration_ms=_ms_since(start),
-        scenarios=tuple(run.result() for run in runs),
+        scenarios=tuple(book.result() for book in books),
         interrupted=interrupted,
+        policy=policy,
     )
 
 

@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("checks", ("assertions", "regex_workers", "language")),
     ("targets", ("adapters", "ollama")),
     ("suite file", ("config",)),
-    ("runner", ("runner",)),
+    ("runner", ("runner", "verdicts")),
     ("findings", ("findings",)),
     ("reports", ("reports",)),
     ("application", ("app",)),

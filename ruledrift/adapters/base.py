@@ -37,6 +37,7 @@ class CallContext:
     turn: int | None = None  # kind "turn": counts from 1
     probe: str | None = None  # kind "probe"
     after_turn: int | None = None  # kind "probe"
+    run: int = 0  # which run of the scenario (`--repeat`): adapters add it to a configured seed
 
 
 @dataclass(frozen=True)
