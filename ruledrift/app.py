@@ -18,7 +18,7 @@ import dataclasses
 import os
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -36,6 +36,7 @@ from ruledrift.model import (
     ScenarioResult,
     Suite,
     TargetInfo,
+    VerdictPolicy,
 )
 from ruledrift.ollama.api import PullProgress, ensure_model
 from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_models_dir
@@ -120,6 +121,7 @@ class RunRequest:
     concurrency: int = 1  # scenarios run at once
     scenarios: tuple[str, ...] = ()  # only these scenario ids (empty: all)
     target: TargetOverrides = field(default_factory=TargetOverrides)
+    policy: VerdictPolicy = field(default_factory=VerdictPolicy)  # --repeat and its verdicts
 
     def reports(self) -> dict[str, Path]:
         """The reports asked for, by REPORTERS name."""
@@ -136,7 +138,7 @@ class RunRequest:
         argv += ["--concurrency", str(self.concurrency)]
         for scenario in self.scenarios:
             argv += ["--scenario", scenario]
-        return argv + self.target.argv()
+        return argv + self.target.argv() + policy_argv(self.policy)
 
 
 @dataclass(frozen=True)
@@ -223,13 +225,75 @@ class SilentObserver:
 
 def exit_code(result: RunResult, *, reports_failed: bool = False) -> ExitCode:
     """The one map from a finished run to an exit code: interrupted 130, then error 3 (the
-    verdict is incomplete), failed 1, then 5 when every probe passed but a report could not be
-    written (a CI step must not pass without the report it asked for), passed 0."""
+    verdict is incomplete), failed 1 (also inconclusive, unless the policy lets inconclusive
+    probes pass), then 5 when every probe passed but a report could not be written (a CI step
+    must not pass without the report it asked for), passed 0."""
     if result.interrupted:
         return ExitCode.INTERRUPTED
-    if result.status == "passed":
+    status = result.status
+    if status == "inconclusive" and result.policy.inconclusive_passes:
+        status = "passed"
+    if status == "passed":
         return ExitCode.REPORT_ERROR if reports_failed else ExitCode.PASSED
-    return {"failed": ExitCode.FAILED, "error": ExitCode.RUN_ERROR}[result.status]
+    return {"failed": ExitCode.FAILED, "inconclusive": ExitCode.FAILED}.get(
+        status, ExitCode.RUN_ERROR
+    )
+
+
+# --- repeats ---------------------------------------------------------------------------------
+
+MAX_REPEAT = 1000  # runs of one scenario, fixed or under "auto"
+
+
+def check_policy(policy: VerdictPolicy) -> None:
+    """The repeat options make sense together; raises UsageError (exit 2) naming the option."""
+    auto = policy.repeat == "auto"
+    if not auto and not 1 <= int(policy.repeat) <= MAX_REPEAT:
+        raise UsageError(f"--repeat: expected auto or a whole number from 1 to {MAX_REPEAT}")
+    if policy.min_pass_rate is not None:
+        if auto:
+            raise UsageError("--min-pass-rate goes with --repeat N (auto decides by itself)")
+        if not 0 < policy.min_pass_rate <= 1:
+            raise UsageError("--min-pass-rate: expected a number above 0 and at most 1")
+    defaults = VerdictPolicy()
+    changed = [
+        option
+        for option, value, default in (
+            ("--holds-at", policy.holds_at, defaults.holds_at),
+            ("--drifted-at", policy.drifted_at, defaults.drifted_at),
+            ("--max-repeat", policy.max_repeat, defaults.max_repeat),
+        )
+        if value != default
+    ]
+    if changed and not auto:
+        raise UsageError(f"{', '.join(changed)} goes with --repeat auto")
+    if not 0 < policy.drifted_at < policy.holds_at < 1:
+        raise UsageError("expected 0 < --drifted-at < --holds-at < 1")
+    if not 2 <= policy.max_repeat <= MAX_REPEAT:
+        raise UsageError(f"--max-repeat: expected a whole number from 2 to {MAX_REPEAT}")
+
+
+def policy_argv(policy: VerdictPolicy) -> list[str]:
+    """The policy as `ruledrift run` options (none for the default: one run)."""
+    defaults = VerdictPolicy()
+    argv = [] if policy.repeat == 1 else ["--repeat", str(policy.repeat)]
+    if policy.min_pass_rate is not None:
+        argv += ["--min-pass-rate", f"{policy.min_pass_rate:g}"]
+    for option, value, default in (
+        ("--holds-at", policy.holds_at, defaults.holds_at),
+        ("--drifted-at", policy.drifted_at, defaults.drifted_at),
+        ("--max-repeat", policy.max_repeat, defaults.max_repeat),
+    ):
+        if value != default:
+            argv += [option, f"{value:g}"]
+    if policy.inconclusive_passes:
+        argv += ["--inconclusive", "pass"]
+    return argv
+
+
+def _temperature(config: AdapterConfig) -> object:
+    options = getattr(config, "options", None)
+    return options.get("temperature") if isinstance(options, Mapping) else None
 
 
 # --- validate, run, pull ---------------------------------------------------------------------
@@ -244,19 +308,27 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
     """Load the suite, run it against its target, write the reports. Raises ConfigError or
     UsageError (exit 2) before any call, AdapterError (exit 3) when the target cannot start."""
     observer = observer or SilentObserver()
+    check_policy(request.policy)
     suite = load_suite(request.config)
     scenarios = select_scenarios(suite, request.scenarios)
     config = target_config(suite.adapter, request.target)
     reports = request.reports()
     check_reports(reports, suite.path)
+    policy = request.policy
+    runs = policy.max_repeat if policy.repeat == "auto" else policy.repeat
     observer.run_starting(
         RunPlan(
             suite,
             scenarios,
             probes=sum(len(s.probes) for s in scenarios),
-            model_calls=sum(s.model_calls for s in scenarios),
+            model_calls=runs * sum(s.model_calls for s in scenarios),  # auto: at most
         )
     )
+    if policy.repeated and _temperature(config) == 0:
+        observer.warning(
+            "the suite sets temperature 0: its repeats measure only the server's own "
+            "nondeterminism (batching, caches), not the model's sampling"
+        )
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
         result = asyncio.run(_execute(suite, config, request, scenarios, observer))
@@ -310,9 +382,12 @@ def run_against(
     concurrency: int = 1,
     scenarios: Sequence[str] = (),
     observer: RunObserver | None = None,
+    policy: VerdictPolicy | None = None,
 ) -> RunResult:
     """Run a loaded suite against an adapter of your own (any object with the `Adapter`
     protocol's four methods, e.g. your agent called in-process). Opens and closes it."""
+    policy = policy or VerdictPolicy()
+    check_policy(policy)
     return asyncio.run(
         _run_adapter(
             suite,
@@ -320,6 +395,7 @@ def run_against(
             concurrency,
             select_scenarios(suite, scenarios),
             observer or SilentObserver(),
+            policy,
         )
     )
 
@@ -330,6 +406,7 @@ async def _run_adapter(
     concurrency: int,
     scenarios: Sequence[Scenario],
     observer: RunObserver,
+    policy: VerdictPolicy,
 ) -> RunResult:
     regex = RegexEvaluator()
     try:
@@ -337,9 +414,15 @@ async def _run_adapter(
             await adapter.open()
         except AdapterError as cause:  # the preflight: no call was made
             observer.warning(f"the target could not start: {cause}")
-            return not_run(suite, scenarios, adapter.target_info(), cause)
+            return not_run(suite, scenarios, adapter.target_info(), cause, policy=policy)
         return await run_suite(
-            suite, adapter, regex, concurrency=concurrency, scenarios=scenarios, events=observer
+            suite,
+            adapter,
+            regex,
+            concurrency=concurrency,
+            scenarios=scenarios,
+            events=observer,
+            policy=policy,
         )
     finally:
         try:
@@ -413,10 +496,13 @@ async def _execute(
         managed = _managed_target(config, request.target, request.concurrency, observer)
         async with managed as target:
             adapter = create_adapter(target)
-            return await _run_adapter(suite, adapter, request.concurrency, scenarios, observer)
+            return await _run_adapter(
+                suite, adapter, request.concurrency, scenarios, observer, request.policy
+            )
     except AdapterError as cause:  # the managed server did not start or could not pull
         observer.warning(f"the target could not start: {cause}")
-        return not_run(suite, scenarios, TargetInfo(config.type, config.model), cause)
+        info = TargetInfo(config.type, config.model)
+        return not_run(suite, scenarios, info, cause, policy=request.policy)
 
 
 def _server_settings(overrides: TargetOverrides, concurrency: int) -> ServerSettings:

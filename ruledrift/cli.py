@@ -53,6 +53,77 @@ def _concurrency(text: str) -> int:
     return value
 
 
+def _repeat(text: str) -> int | str:
+    if text == "auto":
+        return text
+    if text.isdigit() and len(text) <= 4 and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected auto or a whole number of at least 1, got {text!r}")
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a rate above 0 and at most 1, got {text!r}")
+    return value
+
+
+def _runs(text: str) -> int:
+    if text.isdigit() and len(text) <= 4:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+
+
+def _repeat_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "repeats", "run each scenario several times and decide each probe from all its runs"
+    )
+    group.add_argument(
+        "--repeat",
+        type=_repeat,
+        default=1,
+        metavar="N|auto",
+        help="N runs of every scenario (a probe passes only if every run passes, unless "
+        "--min-pass-rate); auto: run until a sequential test decides each probe",
+    )
+    group.add_argument(
+        "--min-pass-rate",
+        type=_rate,
+        metavar="R",
+        help="with --repeat N: a probe passes when at least R of its runs pass (0 < R <= 1)",
+    )
+    group.add_argument(
+        "--holds-at",
+        type=_rate,
+        default=0.95,
+        metavar="P",
+        help="--repeat auto: the pass rate at which a rule holds (default 0.95)",
+    )
+    group.add_argument(
+        "--drifted-at",
+        type=_rate,
+        default=0.80,
+        metavar="P",
+        help="--repeat auto: the pass rate at which a rule has drifted (default 0.80)",
+    )
+    group.add_argument(
+        "--max-repeat",
+        type=_runs,
+        default=60,
+        metavar="N",
+        help="--repeat auto: runs after which an undecided probe is inconclusive (default 60)",
+    )
+    group.add_argument(
+        "--inconclusive",
+        choices=("fail", "pass"),
+        default="fail",
+        help="what an inconclusive probe does to the run: fail (exit 1, the default) or pass",
+    )
+
+
 def _target_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", metavar="NAME", help="use this model instead of the config's")
     parser.add_argument(
@@ -110,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="run only this scenario (repeatable)",
     )
+    _repeat_arguments(run)
     run.add_argument("--quiet", action="store_true", help="print only the summary")
     run.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
     run.add_argument(
@@ -138,7 +210,16 @@ def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
     """The parsed `run` arguments as the application's request and the display choices."""
     from ruledrift.app import RunRequest  # imported late: `--help` stays fast
     from ruledrift.console import Display
+    from ruledrift.model import VerdictPolicy
 
+    policy = VerdictPolicy(
+        repeat=args.repeat,
+        min_pass_rate=args.min_pass_rate,
+        holds_at=args.holds_at,
+        drifted_at=args.drifted_at,
+        max_repeat=args.max_repeat,
+        inconclusive_passes=args.inconclusive == "pass",
+    )
     request = RunRequest(
         config=Path(args.config),
         json=Path(args.json) if args.json else None,
@@ -148,6 +229,7 @@ def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
         concurrency=args.concurrency,
         scenarios=tuple(args.scenario or ()),
         target=target_overrides(args),
+        policy=policy,
     )
     return request, Display(quiet=args.quiet, no_color=args.no_color, github=args.github)
 

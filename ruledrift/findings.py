@@ -23,7 +23,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from ruledrift.model import ProbeResult, Rule, RunResult, ScenarioResult
+from ruledrift.model import (
+    ProbeResult,
+    Rule,
+    RunResult,
+    ScenarioResult,
+    Status,
+    combined_status,
+)
+from ruledrift.stats import PassRate, pass_rate
 
 Story = Literal["held", "drifted", "never-obeyed", "not-monotonic", "not-run"]
 Flag = Literal["empty-answer", "cut-answer", "identical-answer"]
@@ -153,3 +161,59 @@ def target_warnings(result: RunResult) -> list[str]:
             f"for ({result.target.model!r}): the answers came from {listed!r}"
         )
     return warnings
+
+
+# --- the drift curve -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DriftCell:
+    """One rule at one depth (`afterTurn`), over every probe there and every run of each."""
+
+    after_turn: int
+    rate: PassRate  # runs and passes of every probe of the rule at this depth
+    status: Status  # the combined verdict of those probes
+
+
+@dataclass(frozen=True)
+class RuleDrift:
+    """One rule's pass rate by depth: the drift curve."""
+
+    rule: Rule
+    cells: tuple[DriftCell, ...]  # by depth, shallowest first
+
+    @property
+    def first_broken(self) -> int | None:
+        """The shallowest depth whose verdict is failed, if any."""
+        return next((c.after_turn for c in self.cells if c.status == "failed"), None)
+
+    @property
+    def control(self) -> DriftCell | None:
+        """The depth-0 cell (the rule asked before any background turn), if the suite has one."""
+        return next((c for c in self.cells if c.after_turn == 0), None)
+
+    @property
+    def deepest(self) -> DriftCell:
+        return self.cells[-1]
+
+
+def drift_curve(result: RunResult) -> tuple[RuleDrift, ...]:
+    """Every rule with probes that ran, in the suite's order, with a cell per depth."""
+    cells: dict[tuple[str, int], list[ProbeResult]] = {}
+    for probe in result.probes:
+        cells.setdefault((probe.probe.rule.id, probe.probe.after_turn), []).append(probe)
+    curves = []
+    for rule in result.suite.rules:
+        depths = sorted(turn for rule_id, turn in cells if rule_id == rule.id)
+        row = []
+        for depth in depths:
+            probes = cells[(rule.id, depth)]
+            runs = [run for probe in probes for run in probe.all_runs if run.status != "error"]
+            if not runs:
+                continue
+            passes = sum(1 for run in runs if run.status == "passed")
+            status = combined_status([p.status for p in probes])
+            row.append(DriftCell(depth, pass_rate(passes, len(runs)), status))
+        if row:
+            curves.append(RuleDrift(rule, tuple(row)))
+    return tuple(curves)

@@ -331,6 +331,7 @@ def not_run(
     cause: AdapterError,
     *,
     started_at: str | None = None,
+    policy: VerdictPolicy | None = None,
 ) -> RunResult:
     """The result of a run whose target could not start (the preflight failed: server down,
     model missing, command not found): no call was made, and every probe is an error that
@@ -346,7 +347,9 @@ def not_run(
         )
         for scenario in scenarios
     )
-    return RunResult(suite, target, started_at or _now(), 0, results)
+    return RunResult(
+        suite, target, started_at or _now(), 0, results, policy=policy or VerdictPolicy()
+    )
 
 
 def _now() -> str:

@@ -22,6 +22,7 @@ __all__ = [
     "reported_count",
     "reported_text",
     "retarget_http",
+    "seed_for_run",
 ]
 
 C = TypeVar("C", bound=AdapterConfig)
@@ -147,3 +148,12 @@ def retarget_http(config: C, model: str | None, base_url: str | None) -> C:
     changes = {"model": model, "base_url": base_url.rstrip("/") if base_url else None}
     given = {name: value for name, value in changes.items() if value}
     return cast(C, dataclasses.replace(cast(Any, config), **given))
+
+
+def seed_for_run(settings: Mapping[str, object], run: int) -> int | None:
+    """The seed run `run` sends when `settings` set an integer `seed`: seed + run, so repeats
+    are independent samples and each can be replayed; None when no seed is set."""
+    seed = settings.get("seed")
+    if isinstance(seed, int) and not isinstance(seed, bool):
+        return seed + run
+    return None

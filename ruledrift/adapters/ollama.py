@@ -22,6 +22,7 @@ from ruledrift.adapters.base import (
     answer_metadata,
     reported_count,
     retarget_http,
+    seed_for_run,
 )
 from ruledrift.adapters.context_window import PromptGrowth, overflow_message
 from ruledrift.adapters.transport import DEFAULT_RETRY, Retry, base_url_problems
@@ -163,7 +164,7 @@ class OllamaAdapter:
         return TargetInfo(adapter="ollama", model=self._config.model, details=details)
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
-        answer = await self._api.chat(self.request_body(messages))
+        answer = await self._api.chat(self.request_body(messages, context.run))
         message = answer.get("message") if isinstance(answer, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(answer, dict) or not isinstance(message, dict):
@@ -178,17 +179,23 @@ class OllamaAdapter:
             cut = self._growth.check(context, len(messages), tokens, kept)
             if cut is not None:
                 raise self._api.error(f"{cut}. {self._overflow_fix()}")
-        return Completion(content, _metadata(answer, message))
+        metadata = _metadata(answer, message)
+        seed = seed_for_run(self._options, context.run)
+        if seed is not None:
+            metadata["seed"] = seed
+        return Completion(content, metadata)
 
     async def aclose(self) -> None:
         await self._api.aclose()
 
-    def request_body(self, messages: Sequence[Message]) -> dict[str, object]:
+    def request_body(self, messages: Sequence[Message], run: int = 0) -> dict[str, object]:
+        """The /api/chat body; run r of a repeated scenario sends `options.seed` + r."""
+        seed = seed_for_run(self._options, run)
         body: dict[str, object] = {
             "model": self._config.model,
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "stream": False,
-            "options": self._options,
+            "options": self._options if seed is None else {**self._options, "seed": seed},
             "keep_alive": KEEP_ALIVE,  # overrides the server's OLLAMA_KEEP_ALIVE
             "truncate": False,  # overflow → HTTP 400, not silently dropped messages (v0.12.6+)
             "shift": False,

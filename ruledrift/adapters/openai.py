@@ -21,6 +21,7 @@ from ruledrift.adapters.base import (
     reported_count,
     reported_text,
     retarget_http,
+    seed_for_run,
 )
 from ruledrift.adapters.context_window import PromptGrowth, overflow_message
 from ruledrift.adapters.transport import (
@@ -141,7 +142,8 @@ class OpenAIAdapter:
         return TargetInfo(adapter="openai", model=self._config.model, details=details)
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
-        answer = await self._http.post("/chat/completions", self.request_body(messages))
+        body = self.request_body(messages, context.run)
+        answer = await self._http.post("/chat/completions", body)
         choice = _first_choice(answer)
         message = choice.get("message") if choice is not None else None
         if not isinstance(message, dict):
@@ -170,19 +172,26 @@ class OpenAIAdapter:
         metadata = answer_metadata(
             reported, _REPORTED, cut=finish == "length", thinking=thinking, scrub=self._http.scrub
         )
+        if isinstance(body.get("seed"), int):
+            metadata["seed"] = body["seed"]
         return Completion(content, metadata)
 
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    def request_body(self, messages: Sequence[Message]) -> dict[str, object]:
-        return {
+    def request_body(self, messages: Sequence[Message], run: int = 0) -> dict[str, object]:
+        """The /chat/completions body; run r of a repeated scenario sends `seed` + r."""
+        body: dict[str, object] = {
             "model": self._config.model,
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             **self._config.options,
             **self._config.extra_body,  # the config loader keeps model, messages, stream out
             "stream": False,
         }
+        seed = seed_for_run(body, run)
+        if seed is not None:
+            body["seed"] = seed
+        return body
 
     def _shown_reason(self, finish: object) -> str:
         reason = reported_text(finish, self._http.scrub)

@@ -7,12 +7,25 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from ruledrift import __version__
-from ruledrift.findings import FLAG_TEXT, probe_flags, rule_stories, suspicious, target_warnings
+from ruledrift.findings import (
+    FLAG_TEXT,
+    drift_curve,
+    probe_flags,
+    rule_stories,
+    suspicious,
+    target_warnings,
+)
 from ruledrift.model import ProbeResult, RunResult, Scenario, ScenarioResult, Status, Suite
 from ruledrift.text import preview, terminal_safe
 
-_LABELS: dict[Status, str] = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
-_COLOURS: dict[Status, str] = {"passed": "32", "failed": "31", "error": "33"}
+_LABELS: dict[Status, str] = {
+    "passed": "PASS",
+    "failed": "FAIL",
+    "error": "ERROR",
+    "inconclusive": "UNDEC",
+}
+_COLOURS: dict[Status, str] = {"passed": "32", "failed": "31", "error": "33", "inconclusive": "35"}
+_STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "inconclusive")
 
 
 @dataclass(frozen=True)
@@ -48,10 +61,9 @@ def render_scenario(scenario: ScenarioResult, options: TerminalOptions) -> str:
     """One scenario's block (printed as soon as the scenario finishes): its status and a line
     per probe, failed assertions, errors, flags of suspicious passes, answer previews."""
     status = _paint(scenario.status.upper(), _COLOURS[scenario.status], options)
-    counts = ", ".join(
-        f"{scenario.count(s)} {s}" for s in ("passed", "failed", "error") if scenario.count(s)
-    )
-    lines = [f"\nscenario {terminal_safe(scenario.scenario.id)}: {status} ({counts})"]
+    counts = ", ".join(f"{scenario.count(s)} {s}" for s in _STATUSES if scenario.count(s))
+    runs = f", {scenario.runs} runs" if scenario.runs > 1 else ""
+    lines = [f"\nscenario {terminal_safe(scenario.scenario.id)}: {status} ({counts}{runs})"]
     width = max((len(p.probe.id) for p in scenario.probes), default=0)
     for probe in scenario.probes:
         lines.extend(_probe_lines(scenario, probe, width, options))
@@ -63,6 +75,8 @@ def render_ending(result: RunResult, options: TerminalOptions) -> str:
     passes, the totals and the verdict."""
     lines: list[str] = []
     if not options.quiet:
+        if result.policy.repeated:
+            lines += drift_grid(result)
         stories = rule_stories(result)
         if stories:
             lines.append("")
@@ -81,6 +95,10 @@ def render_ending(result: RunResult, options: TerminalOptions) -> str:
         "passed": "PASSED: every probe kept its rule",
         "failed": "FAILED: the target broke a rule",
         "error": "ERROR: some probes could not be run, so the verdict is incomplete",
+        "inconclusive": (
+            "INCONCLUSIVE: some probes were not decided within the run cap"
+            + (" (--inconclusive pass)" if result.policy.inconclusive_passes else "")
+        ),
     }[result.status]
     if result.interrupted:
         verdict = "INTERRUPTED: the run was stopped; results are partial"
@@ -90,11 +108,36 @@ def render_ending(result: RunResult, options: TerminalOptions) -> str:
 
 def summary_line(result: RunResult) -> str:
     probes = len(result.probes)
+    undecided = result.count("inconclusive")
+    inconclusive = f", {undecided} inconclusive" if undecided else ""
+    repeats = f" · --repeat {result.policy.repeat}" if result.policy.repeated else ""
     return (
         f"{probes} probe(s): {result.count('passed')} passed, {result.count('failed')} failed, "
-        f"{result.count('error')} error(s) · {len(result.scenarios)} scenario(s) · "
-        f"{result.model_calls} model call(s) · {result.duration_ms / 1000:.2f} s"
+        f"{result.count('error')} error(s){inconclusive} · {len(result.scenarios)} scenario(s)"
+        f"{repeats} · {result.model_calls} model call(s) · {result.duration_ms / 1000:.2f} s"
     )
+
+
+def drift_grid(result: RunResult) -> list[str]:
+    """The drift curve as a compact grid: a row per rule, a column per depth, passes/runs."""
+    curves = drift_curve(result)
+    if not curves:
+        return []
+    depths = sorted({cell.after_turn for curve in curves for cell in curve.cells})
+    corner = "rule \\ after turn"
+    width = max(len(corner), *(len(c.rule.id) for c in curves))
+    cells = {
+        (curve.rule.id, cell.after_turn): f"{cell.rate.passes}/{cell.rate.runs}"
+        for curve in curves
+        for cell in curve.cells
+    }
+    column = max(6, *(len(text) + 1 for text in cells.values()))
+    lines = ["", "drift: passes/runs by depth"]
+    lines.append(f"  {corner:<{width}} " + "".join(f"{d:>{column}}" for d in depths))
+    for curve in curves:
+        row = "".join(f"{cells.get((curve.rule.id, d), '·'):>{column}}" for d in depths)
+        lines.append(f"  {curve.rule.id:<{width}} {row}")
+    return lines
 
 
 def _probe_lines(
@@ -107,6 +150,10 @@ def _probe_lines(
         f"after turn {probe.after_turn}"
     ]
     indent = " " * 9
+    if result.runs:
+        lines[0] += f"  {result.passes}/{len(result.runs)} runs passed"
+        if result.status != "passed" and result.decided_by:
+            lines.append(f"{indent}{terminal_safe(result.decided_by)}")
     lines.extend(f"{indent}- {terminal_safe(a.message)}" for a in result.failed_assertions)
     if result.error:
         lines.append(f"{indent}error: {terminal_safe(result.error)}")
