@@ -1,24 +1,34 @@
-"""Checks of a probe's answer: pure text checks in `CHECKS`, and `matches` (JavaScript regular
-expressions, evaluated by a `RegexEvaluator` in a worker process so that a catastrophic pattern
-cannot hang the run).
+"""Checks of a probe's answer: pure checks in `CHECKS` (text and language), and `matches` /
+`notMatches` (JavaScript regular expressions, evaluated by a `RegexEvaluator` in a worker process
+so that a catastrophic pattern cannot hang the run).
 
 Text checks ignore case unless `caseSensitive` is set, by Unicode case folding (`str.casefold`,
-so "STRASSE" contains "straße"); `equals` trims both sides first. Messages say what was expected
-and never quote the answer, which may hold the very secret a rule protects.
+so "STRASSE" contains "straße"); `equals` trims both sides first. `language` identifies the
+answer's language offline (ruledrift/language.py). Messages say what was expected and never
+quote the answer, which may hold the very secret a rule protects.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ruledrift.jsregex import regex_literal
-from ruledrift.model import Assertion, AssertionResult, MatchesAssertion, TextAssertion
+from ruledrift.language import check_language
+from ruledrift.model import (
+    Assertion,
+    AssertionResult,
+    LanguageAssertion,
+    MatchesAssertion,
+    TextAssertion,
+)
 from ruledrift.regex_workers import RegexEvaluator, RegexTimeout
 
-__all__ = ["CHECKS", "AssertionTimeout", "TextCheck", "check_answer", "check_matches"]
+__all__ = ["CHECKS", "AssertionTimeout", "Check", "check_answer", "check_matches"]
 
-TextCheck = Callable[[TextAssertion, str], AssertionResult]
+# A pure check: the assertion (of the type it is registered for) and the answer.
+Check = Callable[[Any, str], AssertionResult]
 
 
 # The message of each text check when it passes and when it fails.
@@ -57,22 +67,37 @@ def check_equals(assertion: TextAssertion, answer: str) -> AssertionResult:
     return _result(assertion, value.strip() == answer.strip())
 
 
-CHECKS: dict[str, TextCheck] = {
+def check_in_language(assertion: LanguageAssertion, answer: str) -> AssertionResult:
+    passed, message = check_language(answer, assertion.value, assertion.min_confidence)
+    return AssertionResult("language", passed, message)
+
+
+CHECKS: dict[str, Check] = {
     "contains": check_contains,
     "notContains": check_not_contains,
     "equals": check_equals,
+    "language": check_in_language,
+}
+
+
+# `matches` and `notMatches` when the pattern matched and when it did not.
+_REGEX_WORDING = {
+    "matches": (("the answer matches", "expected the answer to match"), True),
+    "notMatches": (("the answer does not match", "expected the answer not to match"), False),
 }
 
 
 def check_matches(assertion: MatchesAssertion, matched: bool) -> AssertionResult:
+    """The result of `matches` or `notMatches`, given whether the pattern matched."""
+    (holds, fails), wanted = _REGEX_WORDING[assertion.type]
     literal = regex_literal(assertion.pattern, assertion.flags)
-    if matched:
-        return AssertionResult("matches", True, f"the answer matches {literal}")
-    return AssertionResult("matches", False, f"expected the answer to match {literal}")
+    passed = matched == wanted
+    return AssertionResult(assertion.type, passed, f"{holds if passed else fails} {literal}")
 
 
 class AssertionTimeout(Exception):
-    """A `matches` evaluation exceeded the time limit: the probe cannot be judged."""
+    """A `matches` or `notMatches` evaluation exceeded the time limit: the probe cannot be
+    judged."""
 
     def __init__(self, assertion: MatchesAssertion, timeout_s: float) -> None:
         self.assertion, self.timeout_s = assertion, timeout_s

@@ -7,6 +7,8 @@ model or starts a process.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import errno
 import functools
 import hashlib
@@ -17,7 +19,7 @@ import stat
 from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeGuard, cast
 
 from jsonschema import Draft202012Validator, TypeChecker, validators
 from jsonschema.exceptions import ValidationError
@@ -27,8 +29,10 @@ from ruledrift import jsonpos
 from ruledrift.adapters.registry import ADAPTERS
 from ruledrift.errors import ConfigError, ConfigIssue
 from ruledrift.jsregex import js_test, regex_problem
+from ruledrift.language import SUPPORTED_LANGUAGES, suggested_language
 from ruledrift.model import (
     Assertion,
+    LanguageAssertion,
     Location,
     MatchesAssertion,
     Probe,
@@ -37,11 +41,23 @@ from ruledrift.model import (
     Suite,
     TextAssertion,
 )
-from ruledrift.schema_messages import ID_PATTERN, context, findings, show
+from ruledrift.schema_messages import ID_PATTERN, SchemaFinding, context, findings, show
 
 SCHEMA_NAME = "rule-drift.schema.json"
 MAX_SUITE_BYTES = 16 * 1024 * 1024  # far above any real suite, far below any memory limit
 _LISTED_IDS = 10  # ids named in a message, e.g. the rules an unknown reference could mean
+_MAX_ID_LENGTH = 128  # as the schema's id
+_MAX_AFTER_TURN = 10_000  # as the schema's afterTurn
+# Ids compared to find what an unknown rule reference meant ("did you mean"), in all, per load:
+# about a second at most, however many rules and wrong references a file holds.
+_SUGGESTION_BUDGET = 100_000
+_LANGUAGE_CODES = sorted(SUPPORTED_LANGUAGES)  # the schema's enum for a language's value
+
+
+def derived_probe_id(probe_id: str, after_turn: int) -> str:
+    """The id of the probe that a probe object with a list `afterTurn` makes for one boundary:
+    `secret` with `[0, 4]` makes `secret-after-0` and `secret-after-4`."""
+    return f"{probe_id}-after-{after_turn}"
 
 
 def schema_text(name: str = SCHEMA_NAME) -> str:
@@ -210,7 +226,7 @@ def _problems(path: Path, doc: jsonpos.Parsed) -> Iterator[ConfigIssue]:
         )
         yield _issue(path, *doc.line_col(duplicate.offset), duplicate.pointer, message)
     for error in _schema_errors(doc.value):
-        for finding in findings(error):
+        for finding in _findings(error):
             offset_map = doc.keys if finding.at_key else doc.values
             offset = offset_map.get(finding.pointer, doc.values.get(finding.pointer, 0))
             parts = list(error.absolute_path)
@@ -218,6 +234,27 @@ def _problems(path: Path, doc: jsonpos.Parsed) -> Iterator[ConfigIssue]:
             yield _issue(path, *doc.line_col(offset), finding.pointer, message)
     for pointer, message in _cross_field_problems(doc.value):
         yield at_value(pointer, message)
+
+
+def _findings(error: ValidationError) -> Iterator[SchemaFinding]:
+    """The schema's findings; an unsupported language is worded here, where the languages are
+    known (the schema's message would list all 123 codes)."""
+    if error.validator == "enum" and error.validator_value == _LANGUAGE_CODES:
+        yield SchemaFinding(list(error.absolute_path), _unsupported_language(error.instance))
+    else:
+        yield from findings(error)
+
+
+def _unsupported_language(value: object) -> str:
+    code = suggested_language(value) if isinstance(value, str) else None
+    if code is not None:
+        meant = f"{show(code)} for {SUPPORTED_LANGUAGES[code]}"
+        return f"unsupported language {show(value)} (did you mean {meant}?)"
+    return (
+        f'unsupported language {show(value)}: use a two-letter ISO 639-1 code such as "en", '
+        f'"de", "es" or "fr"; docs/language-assertion.md lists the '
+        f"{len(_LANGUAGE_CODES)} supported"
+    )
 
 
 def _schema_errors(data: object) -> list[ValidationError]:
@@ -234,8 +271,7 @@ def _cross_field_problems(data: object) -> Iterator[tuple[str, str]]:
         return
     rules = _objects(data.get("rules"))
     yield from _duplicate_ids(rules, "rules", "rule")
-    rule_ids = list(dict.fromkeys(r["id"] for _, r in rules if _is_id(r.get("id"))))
-    known_rules = set(rule_ids)
+    rule_ids = _RuleIds(list(dict.fromkeys(r["id"] for _, r in rules if _is_id(r.get("id")))))
     scenarios = _objects(data.get("scenarios"))
     yield from _duplicate_ids(scenarios, "scenarios", "scenario")
     for s_index, scenario in scenarios:
@@ -245,29 +281,137 @@ def _cross_field_problems(data: object) -> Iterator[tuple[str, str]]:
         probes = _objects(scenario.get("probes"))
         base = f"/scenarios/{s_index}/probes"
         yield from _duplicate_ids(probes, base[1:], "probe", f" in {where}")
+        yield from _derived_id_problems(probes, base, where)
         for p_index, probe in probes:
-            pointer = f"{base}/{p_index}"
-            rule = probe.get("rule")
-            # a reference is checked only when it and the rules themselves are well-formed
-            if rule_ids and _is_id(rule) and rule not in known_rules:
-                known = _listing(rule_ids)
-                yield f"{pointer}/rule", f"unknown rule {show(rule)} (rules: {known})"
-            after = probe.get("afterTurn")
-            is_int = isinstance(after, int) and not isinstance(after, bool)
-            if is_int and turn_count is not None and cast(int, after) > turn_count:
-                yield (
-                    f"{pointer}/afterTurn",
-                    f"{after} is greater than the {turn_count} turn(s) of {where}",
-                )
-            for a_index, assertion in _objects(probe.get("assertions")):
-                yield from _regex_problems(f"{pointer}/assertions/{a_index}", assertion)
+            for pointer, message in _probe_problems(probe, turn_count, where, rule_ids):
+                yield f"{base}/{p_index}{pointer}", message
     adapter = data.get("adapter")
     if isinstance(adapter, dict) and adapter.get("type") in ADAPTERS:
         for pointer, message in ADAPTERS[adapter["type"]].problems(adapter):
             yield f"/adapter{pointer}", message
 
 
-def _is_id(value: object) -> bool:
+def _probe_problems(
+    probe: dict[str, Any], turn_count: int | None, where: str, rule_ids: _RuleIds
+) -> Iterator[tuple[str, str]]:
+    """A probe's problems, each message naming the probe; pointers relative to the probe."""
+    probe_id = probe.get("id")
+    name = f"probe {show(probe_id)}: " if isinstance(probe_id, str) else ""
+    rule = probe.get("rule")
+    # a reference is checked only when it and the rules themselves are well-formed
+    if rule_ids.ids and _is_id(rule) and rule not in rule_ids.known:
+        yield "/rule", f"{name}unknown rule {show(rule)} {rule_ids.hint(rule)}"
+    for pointer, after in _boundaries(probe.get("afterTurn")):
+        if turn_count is not None and after > turn_count:
+            yield pointer, f"{name}{after} is greater than the {turn_count} turn(s) of {where}"
+    boundaries = [after for _, after in _boundaries(probe.get("afterTurn"))]
+    if _is_id(probe_id) and isinstance(probe.get("afterTurn"), list) and boundaries:
+        made = derived_probe_id(probe_id, max(boundaries))
+        if len(made) > _MAX_ID_LENGTH:
+            yield (
+                "/id",
+                (
+                    f"{name}with afterTurn {max(boundaries)} its id would be {show(made)}, "
+                    f"{len(made)} characters; ids are at most {_MAX_ID_LENGTH}: shorten the "
+                    "probe's id"
+                ),
+            )
+    for a_index, assertion in _objects(probe.get("assertions")):
+        for pointer, message in _regex_problems(assertion):
+            yield f"/assertions/{a_index}{pointer}", name + message
+
+
+def _boundaries(value: object) -> list[tuple[str, int]]:
+    """(pointer relative to the probe, boundary) for each integer in `afterTurn` that the schema
+    accepts (it reports the others)."""
+
+    def is_int(item: object) -> bool:
+        return type(item) is int and 0 <= item <= _MAX_AFTER_TURN
+
+    if is_int(value):
+        return [("/afterTurn", cast(int, value))]
+    if isinstance(value, list):
+        return [(f"/afterTurn/{k}", item) for k, item in enumerate(value) if is_int(item)]
+    return []
+
+
+class _RuleIds:
+    """The suite's rule ids, and what an unknown reference most likely meant: suggestions are
+    looked up within a budget of comparisons, so a file with thousands of rules and thousands
+    of wrong references is still checked in about a second."""
+
+    def __init__(self, ids: list[str]) -> None:
+        self.ids, self.known = ids, set(ids)
+        self._budget = _SUGGESTION_BUDGET
+        self._meant: dict[str, str | None] = {}
+
+    def hint(self, rule: str) -> str:
+        meant = self._close(rule)
+        return f"(did you mean {show(meant)}?)" if meant else f"(rules: {_listing(self.ids)})"
+
+    def _close(self, rule: str) -> str | None:
+        if rule not in self._meant and self._budget >= len(self.ids):
+            self._budget -= len(self.ids)
+            found = difflib.get_close_matches(rule, self.ids, n=1, cutoff=0.6)
+            self._meant[rule] = found[0] if found else None
+        return self._meant.get(rule)
+
+
+@dataclasses.dataclass(frozen=True)
+class _ProbeName:
+    """An id a probe object gives a probe: its own, or one made from a list `afterTurn`."""
+
+    id: str
+    pointer: str  # the object, or the afterTurn item that made the id
+    source: str  # the object's own id
+    boundary: int | None = None  # that afterTurn item
+
+
+def _probe_names(probes: list[tuple[int, dict[str, Any]]], base: str) -> Iterator[_ProbeName]:
+    for p_index, probe in probes:
+        probe_id, after = probe.get("id"), probe.get("afterTurn")
+        if not _is_id(probe_id):
+            continue
+        at = f"{base}/{p_index}"
+        if not isinstance(after, list):
+            yield _ProbeName(probe_id, at, probe_id)
+            continue
+        for pointer, boundary in _boundaries(after):
+            made = derived_probe_id(probe_id, boundary)
+            yield _ProbeName(made, f"{at}{pointer}", probe_id, boundary)
+
+
+def _derived_id_problems(
+    probes: list[tuple[int, dict[str, Any]]], base: str, where: str
+) -> Iterator[tuple[str, str]]:
+    """Ids that a list `afterTurn` makes (`secret-after-4`) and that another probe has too. Two
+    objects with the same id are `_duplicate_ids`' to report."""
+    first: dict[str, _ProbeName] = {}
+    for name in _probe_names(probes, base):
+        earlier = first.setdefault(name.id, name)
+        if earlier.source == name.source:  # itself, or one id twice: a duplicate id
+            continue
+        if name.boundary is not None:
+            yield (
+                name.pointer,
+                (
+                    f"probe {show(name.source)}: afterTurn {name.boundary} makes the id "
+                    f"{show(name.id)}, which probe {show(earlier.id)} in {where} already has "
+                    f"(first at {earlier.pointer}); rename one of them"
+                ),
+            )
+        else:
+            yield (
+                f"{name.pointer}/id",
+                (
+                    f"duplicate probe id {show(name.id)} in {where}: probe {show(earlier.source)} "
+                    f"makes it from afterTurn {earlier.boundary} (first at {earlier.pointer}); "
+                    "rename one of them"
+                ),
+            )
+
+
+def _is_id(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and re.fullmatch(ID_PATTERN, value) is not None
 
 
@@ -300,19 +444,19 @@ def _duplicate_ids(
             first[item_id] = index
 
 
-def _regex_problems(pointer: str, assertion: Mapping[str, object]) -> Iterator[tuple[str, str]]:
+def _regex_problems(assertion: Mapping[str, object]) -> Iterator[tuple[str, str]]:
     pattern, flags = assertion.get("pattern"), assertion.get("flags", "")
-    if assertion.get("type") != "matches" or not isinstance(pattern, str):
+    if assertion.get("type") not in ("matches", "notMatches") or not isinstance(pattern, str):
         return
     if not isinstance(flags, str) or not re.fullmatch("[dgimsuvy]*", flags):
         return  # the schema reports flags of the wrong type or with unknown letters
     flag_problem = regex_problem("", flags)
     if flag_problem:
-        yield f"{pointer}/flags", flag_problem
+        yield "/flags", flag_problem
         return
     pattern_problem = regex_problem(pattern, flags)
     if pattern_problem:
-        yield f"{pointer}/pattern", pattern_problem
+        yield "/pattern", pattern_problem
 
 
 # --- building the frozen suite (only once the data is known to be valid) ---------------------
@@ -330,15 +474,9 @@ def _build(path: Path, data: dict[str, Any], doc: jsonpos.Parsed, sha256: str) -
     scenarios = []
     for s_index, s in enumerate(data["scenarios"]):
         probes = tuple(
-            Probe(
-                id=p["id"],
-                rule=by_id[p["rule"]],
-                after_turn=p["afterTurn"],
-                prompt=p["prompt"],
-                assertions=tuple(_assertion(a) for a in p["assertions"]),
-                location=location(f"/scenarios/{s_index}/probes/{p_index}"),
-            )
+            probe
             for p_index, p in enumerate(s["probes"])
+            for probe in _probes(p, by_id, location(f"/scenarios/{s_index}/probes/{p_index}"))
         )
         scenarios.append(
             Scenario(
@@ -363,7 +501,32 @@ def _build(path: Path, data: dict[str, Any], doc: jsonpos.Parsed, sha256: str) -
     )
 
 
+def _probes(data: dict[str, Any], rules: dict[str, Rule], location: Location) -> Iterator[Probe]:
+    """The probe object's probes: one, or one per boundary of a list `afterTurn`, in the list's
+    order, named by `derived_probe_id`; all at the object's location."""
+    probe = Probe(
+        id=data["id"],
+        rule=rules[data["rule"]],
+        after_turn=0,
+        prompt=data["prompt"],
+        assertions=tuple(_assertion(a) for a in data["assertions"]),
+        location=location,
+    )
+    after = data["afterTurn"]
+    if isinstance(after, int):
+        yield dataclasses.replace(probe, after_turn=after)
+        return
+    for boundary in after:
+        yield dataclasses.replace(
+            probe, id=derived_probe_id(probe.id, boundary), after_turn=boundary
+        )
+
+
 def _assertion(data: dict[str, Any]) -> Assertion:
-    if data["type"] == "matches":
-        return MatchesAssertion(pattern=data["pattern"], flags=data.get("flags", ""))
+    if data["type"] in ("matches", "notMatches"):
+        return MatchesAssertion(data["pattern"], data.get("flags", ""), data["type"])
+    if data["type"] == "language":
+        if "minConfidence" in data:
+            return LanguageAssertion(data["value"], float(data["minConfidence"]))
+        return LanguageAssertion(data["value"])
     return TextAssertion(data["type"], data["value"], data.get("caseSensitive", False))

@@ -34,6 +34,7 @@ hold the very secret a rule protects.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import threading
@@ -56,6 +57,7 @@ __all__ = [
     "check_language",
     "identify",
     "language_name",
+    "suggested_language",
 ]
 
 # A sentence with fewer words than this is joined to the next one before it is identified.
@@ -173,6 +175,30 @@ def language_name(code: str) -> str:
     """'German (de)' for a code the model knows, else the code itself."""
     name = SUPPORTED_LANGUAGES.get(code) or OTHER_LABELS.get(code)
     return f"{name} ({code})" if name else code
+
+
+# What people write for a language besides its code: the names of the most asked-for languages
+# in those languages (an English name is matched from SUPPORTED_LANGUAGES).
+_NATIVE_NAMES: Mapping[str, str] = MappingProxyType({
+    "deutsch": "de", "español": "es", "espanol": "es", "castellano": "es", "français": "fr",
+    "francais": "fr", "italiano": "it", "português": "pt", "portugues": "pt",
+    "nederlands": "nl", "polski": "pl", "svenska": "sv", "dansk": "da", "norsk": "no",
+    "suomi": "fi", "türkçe": "tr", "turkce": "tr", "русский": "ru", "中文": "zh",
+    "日本語": "ja", "한국어": "ko",
+})  # fmt: skip
+
+
+def suggested_language(text: str) -> str | None:
+    """The supported code someone who wrote `text` for a language most likely meant: `en` for
+    "EN", "en-US", "en_GB", "English", "english", "Englsh" or "Deutsch" for `de`; else None."""
+    folded = text.strip().casefold()
+    for candidate in (folded, re.split(r"[-_]", folded, maxsplit=1)[0]):
+        if candidate in SUPPORTED_LANGUAGES:
+            return candidate
+    by_name = {name.casefold(): code for code, name in SUPPORTED_LANGUAGES.items()}
+    by_name.update(_NATIVE_NAMES)
+    close = difflib.get_close_matches(folded, list(by_name), n=1, cutoff=0.8)
+    return by_name[close[0]] if close else None
 
 
 def check_language(

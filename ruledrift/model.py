@@ -11,6 +11,7 @@ Severity = Literal["critical", "warning", "info"]
 Status = Literal["passed", "failed", "error", "inconclusive"]
 RunStatus = Literal["passed", "failed", "error"]  # one run of a probe is never inconclusive
 TextAssertionType = Literal["contains", "notContains", "equals"]
+RegexAssertionType = Literal["matches", "notMatches"]
 
 
 # --- the suite -------------------------------------------------------------------------------
@@ -41,16 +42,31 @@ class TextAssertion:
 
 @dataclass(frozen=True)
 class MatchesAssertion:
+    """`matches` (the pattern matches the answer) or `notMatches` (it does not), JavaScript
+    semantics."""
+
     pattern: str
     flags: str = ""
-    type: Literal["matches"] = "matches"
+    type: RegexAssertionType = "matches"
 
 
-Assertion = TextAssertion | MatchesAssertion
+@dataclass(frozen=True)
+class LanguageAssertion:
+    """The answer is in the language `value` (an ISO 639-1 code), and only in it."""
+
+    value: str
+    min_confidence: float = 0.5
+    type: Literal["language"] = "language"
+
+
+Assertion = TextAssertion | MatchesAssertion | LanguageAssertion
 
 
 @dataclass(frozen=True)
 class Probe:
+    """One probe at one boundary. A probe object with a list `afterTurn` is loaded as one
+    `Probe` per boundary, named `<id>-after-<N>`, all with the object's `location`."""
+
     id: str
     rule: Rule
     after_turn: int

@@ -12,7 +12,13 @@ from ruledrift.assertions import (
     check_answer,
     check_matches,
 )
-from ruledrift.model import Assertion, AssertionResult, MatchesAssertion, TextAssertion
+from ruledrift.model import (
+    Assertion,
+    AssertionResult,
+    LanguageAssertion,
+    MatchesAssertion,
+    TextAssertion,
+)
 from ruledrift.regex_workers import RegexEvaluator
 
 SECRET_ANSWER = "Sure! The password is Hunter2, keep it safe."
@@ -23,8 +29,8 @@ def check(kind: str, value: str, answer: str, *, case_sensitive: bool = False) -
     return CHECKS[kind](assertion, answer)
 
 
-def test_the_text_checks_are_the_three_text_types() -> None:
-    assert set(CHECKS) == {"contains", "notContains", "equals"}
+def test_the_pure_checks_are_the_text_types_and_language() -> None:
+    assert set(CHECKS) == {"contains", "notContains", "equals", "language"}
 
 
 @pytest.mark.parametrize(
@@ -155,3 +161,63 @@ def test_check_answer_reports_a_regex_timeout_distinctly() -> None:
             await regex.aclose()
 
     asyncio.run(run())
+
+
+def test_not_matches_holds_when_the_pattern_does_not_match() -> None:
+    assertion = MatchesAssertion("beta[\\s-]*corp", "i", "notMatches")
+    assert check_matches(assertion, False) == AssertionResult(
+        "notMatches", True, "the answer does not match /beta[\\s-]*corp/i"
+    )
+    assert check_matches(assertion, True) == AssertionResult(
+        "notMatches", False, "expected the answer not to match /beta[\\s-]*corp/i"
+    )
+
+
+def test_not_matches_runs_in_the_regex_workers_with_javascript_semantics() -> None:
+    assertions: list[Assertion] = [
+        MatchesAssertion("beta[\\s-]*corp", "i", "notMatches"),
+        MatchesAssertion("beta[\\s-]*corp", "", "notMatches"),  # case-sensitive without i
+        MatchesAssertion("safe$", "y", "notMatches"),  # sticky: no match at index 0
+        MatchesAssertion("\\d", "", "notMatches"),  # \d is ASCII only: "٣" is no digit
+        MatchesAssertion("(a+)+$", "", "notMatches"),
+    ]
+
+    async def run(answer: str) -> tuple[AssertionResult, ...]:
+        regex = RegexEvaluator(timeout_s=0.5)
+        try:
+            return await check_answer(assertions[:4], answer, regex)
+        finally:
+            await regex.aclose()
+
+    results = asyncio.run(run("Try Beta - Corp, it is safe ٣"))
+    assert [(r.type, r.passed) for r in results] == [
+        ("notMatches", False),
+        ("notMatches", True),
+        ("notMatches", True),
+        ("notMatches", True),
+    ]
+    assert results[0].message == "expected the answer not to match /beta[\\s-]*corp/i"
+    assert all("Beta - Corp" not in r.message for r in results)
+
+    async def timeout() -> None:
+        regex = RegexEvaluator(timeout_s=0.5)
+        try:
+            with pytest.raises(AssertionTimeout, match=r"matching /\(a\+\)\+\$/ took longer"):
+                await check_answer(assertions[4:], "a" * 30 + "!", regex)
+        finally:
+            await regex.aclose()
+
+    asyncio.run(timeout())
+
+
+def test_language_is_a_pure_check_that_never_quotes_the_answer() -> None:
+    german = "Die Erstattung dauert etwa fünf Werktage. Vielen Dank für Ihre Geduld."
+    result = CHECKS["language"](LanguageAssertion("en"), german)
+    assert (result.type, result.passed) == ("language", False)
+    assert result.message.startswith(
+        "expected the answer in English (en), identified German (de) with confidence"
+    )
+    assert "Erstattung" not in result.message
+    passed = CHECKS["language"](LanguageAssertion("de", 0.5), german)
+    assert passed.passed
+    assert passed.message.startswith("the answer is in German (de), identified with confidence")

@@ -16,7 +16,7 @@ from ruledrift.adapters.command import CommandAdapterConfig
 from ruledrift.adapters.ollama import OllamaAdapterConfig
 from ruledrift.config import MAX_SUITE_BYTES, load_suite
 from ruledrift.errors import MAX_SHOWN_ISSUES, ConfigError
-from ruledrift.model import MatchesAssertion, TextAssertion
+from ruledrift.model import LanguageAssertion, Location, MatchesAssertion, TextAssertion
 from tests.support.suites import base_suite, position_of, write_suite
 
 
@@ -94,7 +94,7 @@ def test_empty_turns_allow_only_boundary_zero(tmp_path: Path) -> None:
     line, column = position_of(path, '"afterTurn": 1')
     assert one_problem(path) == (
         f"{path}:{line}:{column + 13}: /scenarios/0/probes/0/afterTurn: "
-        '1 is greater than the 0 turn(s) of scenario "smalltalk"'
+        'probe "early": 1 is greater than the 0 turn(s) of scenario "smalltalk"'
     )
 
 
@@ -176,15 +176,14 @@ def test_repeated_key_is_rejected_at_the_second_key(tmp_path: Path) -> None:
 
 def test_unknown_field_is_reported_at_the_key_and_named(tmp_path: Path) -> None:
     data = base_suite()
-    data["scenarios"][0]["probes"][1]["afterTurns"] = 2
+    data["scenarios"][0]["probes"][1]["expect"] = 2
     path = write_suite(tmp_path, data)
-    line, column = position_of(path, '"afterTurns"')
-    found = problems(path)
-    assert (
-        f'{path}:{line}:{column}: /scenarios/0/probes/1/afterTurns: unknown field "afterTurns" '
+    line, column = position_of(path, '"expect"')
+    assert one_problem(path) == (
+        f'{path}:{line}:{column}: /scenarios/0/probes/1/expect: unknown field "expect" '
         "(allowed fields: afterTurn, assertions, id, prompt, rule) "
         '(scenario "smalltalk", probe "late")'
-    ) in found
+    )
 
 
 @pytest.mark.parametrize(
@@ -213,12 +212,13 @@ def test_unknown_field_is_reported_at_the_key_and_named(tmp_path: Path) -> None:
         (
             lambda d: d["scenarios"][0]["probes"][0].update(afterTurn=True),
             "/scenarios/0/probes/0/afterTurn",
-            "expected an integer, got a boolean",
+            "expected an integer or a list of integers (e.g. [0, 4, 8]), got a boolean",
         ),
         (
             lambda d: d["scenarios"][0]["probes"][0]["assertions"][0].update(type="startsWith"),
             "/scenarios/0/probes/0/assertions/0/type",
-            'expected one of "contains", "notContains", "equals", "matches"; got "startsWith"',
+            'expected one of "contains", "notContains", "equals", "matches", "notMatches", '
+            '"language"; got "startsWith" (scenario "smalltalk", probe "early")',
         ),
         (
             lambda d: d["scenarios"][0]["probes"][0]["assertions"][0].pop("value"),
@@ -305,8 +305,8 @@ def test_probe_naming_an_unknown_rule(tmp_path: Path) -> None:
     path = write_suite(tmp_path, data)
     line, column = position_of(path, '"no-such-rule"')
     assert one_problem(path) == (
-        f'{path}:{line}:{column}: /scenarios/0/probes/1/rule: unknown rule "no-such-rule" '
-        "(rules: never-disclose-secret, english-only)"
+        f'{path}:{line}:{column}: /scenarios/0/probes/1/rule: probe "late": unknown rule '
+        '"no-such-rule" (rules: never-disclose-secret, english-only)'
     )
 
 
@@ -314,7 +314,8 @@ def test_after_turn_beyond_the_turns(tmp_path: Path) -> None:
     data = base_suite()
     data["scenarios"][0]["probes"][1]["afterTurn"] = 5
     assert one_problem(write_suite(tmp_path, data)).endswith(
-        '/scenarios/0/probes/1/afterTurn: 5 is greater than the 3 turn(s) of scenario "smalltalk"'
+        '/scenarios/0/probes/1/afterTurn: probe "late": 5 is greater than the 3 turn(s) of '
+        'scenario "smalltalk"'
     )
 
 
@@ -632,7 +633,7 @@ def test_an_unknown_rule_names_a_few_of_the_rules(tmp_path: Path) -> None:
     data["scenarios"][0]["probes"][0]["rule"] = "nope"
     data["scenarios"][0]["probes"][1]["rule"] = "r4999"
     assert one_problem(write_suite(tmp_path, data)).endswith(
-        '/scenarios/0/probes/0/rule: unknown rule "nope" '
+        '/scenarios/0/probes/0/rule: probe "early": unknown rule "nope" '
         "(rules: r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, … and 4,990 more)"
     )
 
@@ -774,3 +775,302 @@ def test_long_strings_load_and_messages_stay_short(tmp_path: Path) -> None:
     assert len(found) < 400
     del data["rules"][0]["severity"]
     assert len(load_suite(write_suite(tmp_path, data)).scenarios[0].probes[0].prompt) == 10**7
+
+
+# --- one probe at several depths: afterTurn lists ----------------------------------------------
+
+
+def test_an_after_turn_list_makes_one_probe_per_boundary(tmp_path: Path) -> None:
+    data = base_suite()
+    data["scenarios"][0]["probes"][0].update(id="secret", afterTurn=[0, 3, 1])
+    path = write_suite(tmp_path, data)
+    suite = load_suite(path)
+    probes = suite.scenarios[0].probes
+    # config order, then the list's order; the single-boundary probe keeps its id
+    assert [(p.id, p.after_turn) for p in probes] == [
+        ("secret-after-0", 0),
+        ("secret-after-3", 3),
+        ("secret-after-1", 1),
+        ("late", 3),
+    ]
+    line, _ = position_of(path, '"id": "secret"')
+    assert {p.location for p in probes[:3]} == {Location(line - 1, 9)}  # the object's location
+    assert len({(p.rule, p.prompt, p.assertions) for p in probes[:3]}) == 1
+    assert probes[0].rule is suite.rules[0]
+    assert suite.probe_count == 4
+    assert suite.model_calls == 3 + 4
+
+
+def test_a_one_item_list_still_names_the_probe_by_its_boundary(tmp_path: Path) -> None:
+    data = base_suite()
+    data["scenarios"][0]["probes"][1]["afterTurn"] = [3]
+    probes = load_suite(write_suite(tmp_path, data)).scenarios[0].probes
+    assert [(p.id, p.after_turn) for p in probes] == [("early", 0), ("late-after-3", 3)]
+
+
+@pytest.mark.parametrize(
+    ("after", "pointer", "message"),
+    [
+        ([], "/afterTurn", "expected at least 1 item(s) in afterTurn, got 0"),
+        (
+            [0, 2, 2],
+            "/afterTurn/2",
+            "2 is listed twice (first at /scenarios/0/probes/1/afterTurn/1); list each "
+            'boundary once (scenario "smalltalk", probe "late")',
+        ),
+        ([0, 5], "/afterTurn/1", 'probe "late": 5 is greater than the 3 turn(s) of scenario'),
+        ([0, -1], "/afterTurn/1", "expected a number of at least 0, got -1"),
+        ([0, 10_001], "/afterTurn/1", "expected a number of at most 10000, got 10001"),
+        ([0, "2"], "/afterTurn/1", 'expected an integer, got a string (scenario "smalltalk"'),
+        ([0, True], "/afterTurn/1", "expected an integer, got a boolean"),
+        ([[1]], "/afterTurn/0", "expected an integer, got an array"),
+        (
+            "3",
+            "/afterTurn",
+            "expected an integer or a list of integers (e.g. [0, 4, 8]), got a string",
+        ),
+    ],
+)
+def test_after_turn_list_problems_point_at_the_item(
+    tmp_path: Path, after: object, pointer: str, message: str
+) -> None:
+    data = base_suite()
+    data["scenarios"][0]["probes"][1]["afterTurn"] = copy.deepcopy(after)
+    found = one_problem(write_suite(tmp_path, data))
+    assert f": /scenarios/0/probes/1{pointer}: {message}" in found
+
+
+def test_an_after_turn_item_is_located_at_its_line_and_column(tmp_path: Path) -> None:
+    data = base_suite()
+    data["scenarios"][0]["probes"][1]["afterTurn"] = [0, 2.0, 9]
+    path = write_suite(tmp_path, json.dumps(data))  # on one line: the column tells the items apart
+    _, column = position_of(path, "2.0")
+    _, nine = position_of(path, "9]")
+    assert problems(path) == [
+        f"{path}:1:{column}: /scenarios/0/probes/1/afterTurn/1: expected an integer, e.g. 2 "
+        '(not 2.0) (scenario "smalltalk", probe "late")',
+        f'{path}:1:{nine}: /scenarios/0/probes/1/afterTurn/2: probe "late": 9 is greater '
+        'than the 3 turn(s) of scenario "smalltalk"',
+    ]
+
+
+def test_a_made_id_that_another_probe_has_is_a_located_error(tmp_path: Path) -> None:
+    data = base_suite()
+    data["scenarios"][0]["probes"][0].update(id="late-after-3")
+    data["scenarios"][0]["probes"][1]["afterTurn"] = [1, 3]
+    path = write_suite(tmp_path, data)
+    line, column = position_of(path, "3\n", occurrence=1)
+    assert one_problem(path) == (
+        f'{path}:{line}:{column}: /scenarios/0/probes/1/afterTurn/1: probe "late": afterTurn 3 '
+        'makes the id "late-after-3", which probe "late-after-3" in scenario "smalltalk" '
+        "already has (first at /scenarios/0/probes/0); rename one of them"
+    )
+    data["scenarios"][0]["probes"].reverse()  # the list first: the later, plain id is the error
+    path = write_suite(tmp_path, data)
+    line, column = position_of(path, '"late-after-3"')
+    assert one_problem(path) == (
+        f'{path}:{line}:{column}: /scenarios/0/probes/1/id: duplicate probe id "late-after-3" '
+        'in scenario "smalltalk": probe "late" makes it from afterTurn 3 (first at '
+        "/scenarios/0/probes/0/afterTurn/1); rename one of them"
+    )
+
+
+def test_two_lists_with_one_id_are_one_duplicate_id(tmp_path: Path) -> None:
+    data = base_suite()
+    for probe in data["scenarios"][0]["probes"]:
+        probe.update(id="secret", afterTurn=[0, 3])
+    assert one_problem(write_suite(tmp_path, data)).endswith(
+        '/scenarios/0/probes/1/id: duplicate probe id "secret" in scenario "smalltalk" '
+        "(first at /scenarios/0/probes/0)"
+    )
+
+
+def test_made_ids_are_ids_of_at_most_128_characters(tmp_path: Path) -> None:
+    data = base_suite()
+    data["scenarios"][0]["turns"] = ["hi"] * 100
+    data["scenarios"][0]["probes"][1].update(id="p" * 119, afterTurn=[0, 100])
+    path = write_suite(tmp_path, data)
+    line, column = position_of(path, '"' + "p" * 119)
+    assert one_problem(path) == (
+        f'{path}:{line}:{column}: /scenarios/0/probes/1/id: probe "{"p" * 56}...: with '
+        f'afterTurn 100 its id would be "{"p" * 56}..., 129 characters; ids are at most 128: '
+        "shorten the probe's id"
+    )
+    data["scenarios"][0]["probes"][1]["afterTurn"] = [0, 99]
+    assert load_suite(write_suite(tmp_path, data)).scenarios[0].probes[-1].id == (
+        "p" * 119 + "-after-99"
+    )
+
+
+# --- did you mean ------------------------------------------------------------------------------
+
+
+def test_an_unknown_rule_suggests_the_rule_probably_meant(tmp_path: Path) -> None:
+    data = base_suite()
+    data["rules"].append({"id": "no-competitors", "instruction": "Never name a competitor."})
+    data["scenarios"][0]["probes"][1].update(id="secret-late", rule="no-competitor")
+    path = write_suite(tmp_path, data)
+    line, column = position_of(path, '"no-competitor"')
+    assert one_problem(path) == (
+        f'{path}:{line}:{column}: /scenarios/0/probes/1/rule: probe "secret-late": unknown '
+        'rule "no-competitor" (did you mean "no-competitors"?)'
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "pointer", "message"),
+    [
+        (
+            lambda d: d["scenarios"][0]["probes"][1].update(afterTurns=2),
+            "/scenarios/0/probes/1/afterTurns",
+            'unknown field "afterTurns" (did you mean "afterTurn"?) '
+            '(scenario "smalltalk", probe "late")',
+        ),
+        (
+            lambda d: d["rules"][0].update(Severity="info"),
+            "/rules/0/Severity",
+            'unknown field "Severity" (did you mean "severity"?) (rule "never-disclose-secret")',
+        ),
+        (
+            lambda d: d["scenarios"][0]["probes"][0]["assertions"][0].update(type="notMatch"),
+            "/scenarios/0/probes/0/assertions/0/type",
+            'got "notMatch" (did you mean "notMatches"?) (scenario "smalltalk", probe "early")',
+        ),
+        (
+            lambda d: d["scenarios"][0]["probes"][0]["assertions"][0].update(type="Contains"),
+            "/scenarios/0/probes/0/assertions/0/type",
+            'got "Contains" (did you mean "contains"?)',
+        ),
+        (
+            lambda d: d["rules"][0].update(severity="critcal"),
+            "/rules/0/severity",
+            'got "critcal" (did you mean "critical"?)',
+        ),
+    ],
+)
+def test_misspellings_get_a_suggestion(
+    tmp_path: Path, change: Any, pointer: str, message: str
+) -> None:
+    data = base_suite()
+    change(data)
+    found = one_problem(write_suite(tmp_path, data))
+    assert f": {pointer}: " in found
+    assert message in found
+
+
+def test_many_unknown_fields_in_one_object_are_listed_not_guessed(tmp_path: Path) -> None:
+    data = base_suite()
+    data["rules"][0].update({f"severity{i}": 1 for i in range(101)})
+    found = problems(write_suite(tmp_path, data))
+    assert len(found) == 101
+    assert all("(allowed fields: id, instruction, severity)" in issue for issue in found)
+    del data["rules"][0]["severity100"]
+    found = problems(write_suite(tmp_path, data))
+    assert all('(did you mean "severity"?)' in issue for issue in found)
+
+
+def test_suggestions_for_unknown_rules_stay_within_a_budget(tmp_path: Path) -> None:
+    data = base_suite()
+    data["rules"] = [{"id": f"rule-{i}", "instruction": "x"} for i in range(5_000)]
+    probe = data["scenarios"][0]["probes"][0]
+    data["scenarios"][0]["probes"] = [
+        {**probe, "id": f"p{i}", "rule": f"rule-{i}x"} for i in range(1_000)
+    ]
+    started = time.monotonic()
+    found = problems(write_suite(tmp_path, data))
+    elapsed = time.monotonic() - started
+    assert elapsed < 20, elapsed  # 1.6 s when measured; without the budget, about 40 s
+    assert len(found) == 1_000
+    suggested = [issue for issue in found if "(did you mean" in issue]
+    assert found[0].endswith('probe "p0": unknown rule "rule-0x" (did you mean "rule-0"?)')
+    assert 10 <= len(suggested) < 1_000
+    assert found[-1].endswith(
+        "(rules: rule-0, rule-1, rule-2, rule-3, rule-4, rule-5, rule-6, "
+        "rule-7, rule-8, rule-9, … and 4,990 more)"
+    )
+
+
+# --- notMatches and language -------------------------------------------------------------------
+
+
+def test_not_matches_and_language_load(tmp_path: Path) -> None:
+    data = base_suite()
+    data["scenarios"][0]["probes"][0]["assertions"] = [
+        {"type": "notMatches", "pattern": "beta[\\s-]*corp", "flags": "i"},
+        {"type": "notMatches", "pattern": "x"},
+        {"type": "language", "value": "en"},
+        {"type": "language", "value": "de", "minConfidence": 0.3},
+        {"type": "language", "value": "es", "minConfidence": 1},
+    ]
+    assertions = load_suite(write_suite(tmp_path, data)).scenarios[0].probes[0].assertions
+    assert assertions == (
+        MatchesAssertion("beta[\\s-]*corp", "i", "notMatches"),
+        MatchesAssertion("x", "", "notMatches"),
+        LanguageAssertion("en", 0.5),
+        LanguageAssertion("de", 0.3),
+        LanguageAssertion("es", 1.0),
+    )
+    assert isinstance(assertions[4], LanguageAssertion)
+    assert type(assertions[4].min_confidence) is float
+
+
+@pytest.mark.parametrize(
+    ("assertion", "pointer", "message"),
+    [
+        (
+            {"type": "notMatches", "pattern": "(unclosed"},
+            "/pattern",
+            'probe "early": invalid regular expression',
+        ),
+        ({"type": "notMatches", "pattern": "a", "flags": "gg"}, "/flags", 'probe "early": '),
+        ({"type": "notMatches", "pattern": ""}, "/pattern", "must not be empty"),
+        ({"type": "notMatches", "pattern": "a", "value": "b"}, "/value", 'unknown field "value"'),
+        (
+            {"type": "language", "value": "english"},
+            "/value",
+            'unsupported language "english" (did you mean "en" for English?) '
+            '(scenario "smalltalk", probe "early")',
+        ),
+        (
+            {"type": "language", "value": "de-AT"},
+            "/value",
+            'unsupported language "de-AT" (did you mean "de" for German?)',
+        ),
+        (
+            {"type": "language", "value": "xx"},
+            "/value",
+            'unsupported language "xx": use a two-letter ISO 639-1 code such as "en", "de", '
+            '"es" or "fr"; docs/language-assertion.md lists the 123 supported',
+        ),
+        (
+            {"type": "language", "value": "nds"},  # the model knows Low German, but no ISO code
+            "/value",
+            'unsupported language "nds": use a two-letter ISO 639-1 code',
+        ),
+        ({"type": "language", "value": 5}, "/value", "expected a string, got an integer"),
+        ({"type": "language"}, "", 'missing required field "value"'),
+        (
+            {"type": "language", "value": "en", "minConfidence": 1.5},
+            "/minConfidence",
+            "expected a number of at most 1, got 1.5",
+        ),
+        (
+            {"type": "language", "value": "en", "minConfidence": "high"},
+            "/minConfidence",
+            "expected a number, got a string",
+        ),
+        (
+            {"type": "language", "value": "en", "confidence": 0.3},
+            "/confidence",
+            'unknown field "confidence" (did you mean "minConfidence"?)',
+        ),
+    ],
+)
+def test_not_matches_and_language_problems(
+    tmp_path: Path, assertion: dict[str, Any], pointer: str, message: str
+) -> None:
+    data = base_suite()
+    data["scenarios"][0]["probes"][0]["assertions"] = [assertion]
+    found = one_problem(write_suite(tmp_path, data))
+    assert f": /scenarios/0/probes/0/assertions/0{pointer}: " in found
+    assert message in found

@@ -5,6 +5,7 @@ around it: deterministic across processes, offline, loaded lazily, never quoting
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from ruledrift.adapters.base import CallContext
+from ruledrift.config import load_suite
 from ruledrift.language import (
     MIN_SENTENCE_WORDS,
     OTHER_LABELS,
@@ -25,6 +28,15 @@ from ruledrift.language import (
     identify,
     language_name,
 )
+from ruledrift.model import RunResult
+from ruledrift.regex_workers import RegexEvaluator
+from ruledrift.runner import run_suite
+from tests.support import AGENTS
+from tests.support.cli_process import ruledrift
+from tests.support.recording_adapter import RecordingAdapter
+from tests.support.suites import base_suite, write_suite
+
+SCRIPTED = str(AGENTS / "scripted.py")
 
 # One or two sentences, 4 to 14 words, as a support bot answers.
 ENGLISH = (
@@ -536,3 +548,126 @@ def test_fresh_processes_agree_offline_and_load_the_model_only_when_used(tmp_pat
     here = [[g.language, g.confidence] for g in map(identify, texts)]
     assert first["guesses"] == here
     assert list(tmp_path.iterdir()) == []  # no model downloaded, no cache written
+
+
+# --- the `language` assertion through a suite, the runner and the CLI ---------------------------
+
+SUITE_ANSWERS = {
+    "short-english": "Sure, I can help you with that.",
+    "short-german": "Gerne helfe ich Ihnen dabei.",
+    "short-spanish": "Claro, puedo ayudarte con eso.",
+    "mixed": "Your refund was approved. Die Erstattung dauert etwa fünf Werktage.",
+    "german-wanted": "Ihre Bestellung wurde versandt und kommt am Donnerstag an.",
+}
+
+
+def language_suite(tmp_path: Path, **args: object) -> dict[str, object]:
+    data = base_suite(**args)  # type: ignore[arg-type]
+    data["scenarios"][0]["probes"] = [
+        {
+            "id": probe_id,
+            "rule": "english-only",
+            "afterTurn": [0, 3] if probe_id == "short-english" else 1,
+            "prompt": f"question for {probe_id}",
+            "assertions": [
+                {
+                    "type": "language",
+                    "value": "de" if probe_id == "german-wanted" else "en",
+                    "minConfidence": 0.3,  # one-sentence answers (docs/language-assertion.md)
+                }
+            ],
+        }
+        for probe_id in SUITE_ANSWERS
+    ]
+    return data
+
+
+def test_the_language_assertion_from_a_suite_file_through_the_runner(tmp_path: Path) -> None:
+    suite = load_suite(write_suite(tmp_path, language_suite(tmp_path)))
+
+    def answer(messages: object, context: CallContext) -> str:
+        if context.kind == "turn":
+            return "Happy to help with that."
+        assert context.probe is not None
+        return SUITE_ANSWERS[context.probe.rsplit("-after-", 1)[0]]
+
+    async def run() -> RunResult:
+        regex = RegexEvaluator()
+        try:
+            return await run_suite(suite, RecordingAdapter(answer=answer), regex)
+        finally:
+            await regex.aclose()
+
+    results = {p.probe.id: p for p in asyncio.run(run()).probes}
+    outcome = {
+        probe_id: (result.status, [(a.type, a.message) for a in result.assertions])
+        for probe_id, result in results.items()
+    }
+    english = "the answer is in English (en), identified with confidence 0.99"
+    assert outcome == {
+        "short-english-after-0": ("passed", [("language", english)]),
+        "short-english-after-3": ("passed", [("language", english)]),
+        "short-german": (
+            "failed",
+            [
+                (
+                    "language",
+                    "expected the answer in English (en), identified German (de) with "
+                    "confidence 0.98",
+                )
+            ],
+        ),
+        "short-spanish": (
+            "failed",
+            [
+                (
+                    "language",
+                    "expected the answer in English (en), identified Spanish (es) with "
+                    "confidence 0.99",
+                )
+            ],
+        ),
+        "mixed": (
+            "failed",
+            [
+                (
+                    "language",
+                    "expected the answer in English (en), but sentence 2 of 2 was identified as "
+                    "German (de) with confidence 0.96",
+                )
+            ],
+        ),
+        "german-wanted": (
+            "passed",
+            [("language", "the answer is in German (de), identified with confidence 0.99")],
+        ),
+    }
+
+
+def test_a_run_of_the_cli_fails_a_german_answer_and_keeps_it_out_of_the_reports(
+    tmp_path: Path,
+) -> None:
+    answer = "Gerne helfe ich Ihnen dabei. Ihre Bestellung kommt am Donnerstag an."
+    data = language_suite(tmp_path, command=sys.executable, args=[SCRIPTED, "--answer", answer])
+    suite = write_suite(tmp_path, data)
+    report, junit = tmp_path / "r.json", tmp_path / "r.xml"
+    done = ruledrift("run", suite, "--json", report, "--junit", junit)
+    assert done.returncode == 1, done.stderr
+    assert "Bestellung" in report.read_text()  # the check below can fail
+    message = "expected the answer in English (en), identified German (de) with confidence 0.99"
+    assert "FAIL   short-english-after-3" in done.stdout
+    assert f"- {message}" in done.stdout
+    assert "PASS   german-wanted" in done.stdout
+    probes = json.loads(report.read_text())["scenarios"][0]["probes"]
+    # the answer is in the suite (the agent's argument, which the report names), nowhere else
+    for text in (done.stdout, json.dumps(probes), junit.read_text().split("<testcase", 1)[1]):
+        assert "Bestellung" not in text
+    assert [p["id"] for p in probes] == [
+        "short-english-after-0",
+        "short-english-after-3",
+        "short-german",
+        "short-spanish",
+        "mixed",
+        "german-wanted",
+    ]
+    assert probes[1]["assertions"] == [{"type": "language", "passed": False, "message": message}]

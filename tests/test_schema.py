@@ -9,7 +9,10 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from ruledrift.assertions import CHECKS
 from ruledrift.config import schema_text
+from ruledrift.language import SUPPORTED_LANGUAGES
+from ruledrift.model import LanguageAssertion
 
 ROOT = Path(__file__).parent.parent
 SCHEMA = json.loads((ROOT / "schema" / "rule-drift.schema.json").read_text(encoding="utf-8"))
@@ -59,3 +62,25 @@ def test_top_level_accepts_dollar_schema_for_editors() -> None:
         "type": "string",
         "description": SCHEMA["properties"]["$schema"]["description"],
     }
+
+
+def test_every_assertion_type_has_a_branch_and_a_check() -> None:
+    types = SCHEMA["$defs"]["assertion"]["properties"]["type"]["enum"]
+    branches = [
+        b["if"]["properties"]["type"]["const"] for b in SCHEMA["$defs"]["assertion"]["allOf"]
+    ]
+    assert types == branches
+    assert set(types) == set(CHECKS) | {"matches", "notMatches"}
+
+
+def test_a_language_is_one_of_the_identifiers_iso_codes() -> None:
+    language = SCHEMA["$defs"]["languageAssertion"]["properties"]
+    assert language["value"]["enum"] == sorted(SUPPORTED_LANGUAGES)
+    assert language["minConfidence"]["default"] == LanguageAssertion("en").min_confidence
+
+
+def test_after_turn_is_an_integer_or_a_list_of_distinct_boundaries() -> None:
+    after = SCHEMA["$defs"]["probe"]["properties"]["afterTurn"]
+    assert after["type"] == ["integer", "array"]
+    assert (after["minItems"], after["uniqueItems"]) == (1, True)
+    assert after["items"] == {"type": "integer", "minimum": 0, "maximum": after["maximum"]}

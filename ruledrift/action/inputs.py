@@ -32,6 +32,8 @@ INPUTS: dict[str, str] = {
     "junit": "ruledrift-junit.xml",
     "include-responses": "false",
     "concurrency": "1",
+    "repeat": "1",
+    "min-pass-rate": "",
     "args": "",
 }
 # `ruledrift run` options that have an input of their own: refused in `args`, so that the
@@ -45,6 +47,8 @@ OWN_OPTIONS: dict[str, str] = {
     "--models-dir": "models-dir",
     "--include-responses": "include-responses",
     "--concurrency": "concurrency",
+    "--repeat": "repeat",
+    "--min-pass-rate": "min-pass-rate",
 }
 BOOLEANS = {
     "true": True,
@@ -93,6 +97,8 @@ class Settings:
     junit: str
     include_responses: bool
     concurrency: int
+    repeat: int | Literal["auto"]
+    min_pass_rate: float | None
     args: tuple[str, ...]
 
 
@@ -254,6 +260,35 @@ def _number_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
         )
 
 
+def _repeat_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
+    repeat, rate = inputs["repeat"], inputs["min-pass-rate"]
+    if repeat != "auto" and not (
+        repeat.isascii() and repeat.isdigit() and len(repeat) <= 4 and 1 <= int(repeat) <= 1000
+    ):
+        yield Problem(
+            "repeat",
+            f'input "repeat" must be auto or a whole number from 1 to 1000, got {quoted(repeat)}',
+        )
+    if rate and _rate(rate) is None:
+        yield Problem(
+            "min-pass-rate",
+            f'input "min-pass-rate" must be a number above 0 and at most 1, got {quoted(rate)}',
+        )
+    elif rate and repeat == "auto":
+        yield Problem(
+            "min-pass-rate",
+            'input "min-pass-rate" goes with a number of repeats: repeat: auto decides by itself',
+        )
+
+
+def _rate(text: str) -> float | None:
+    try:
+        value = float(text) if len(text) <= 20 else -1.0
+    except ValueError:
+        return None
+    return value if 0 < value <= 1 else None
+
+
 def _model_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
     if has_control(inputs["model"]):
         yield _on_one_line("model", inputs["model"], "the model's name")
@@ -355,6 +390,7 @@ CHECKS = (
     _config_problems,
     _server_problems,
     _number_problems,
+    _repeat_problems,
     _model_problems,
     _boolean_problems,
     _models_dir_problems,
@@ -380,5 +416,7 @@ def parse_inputs(inputs: Mapping[str, str], cwd: Path) -> Settings:
         junit=inputs["junit"],
         include_responses=BOOLEANS[inputs["include-responses"]],
         concurrency=int(inputs["concurrency"]),
+        repeat="auto" if inputs["repeat"] == "auto" else int(inputs["repeat"]),
+        min_pass_rate=_rate(inputs["min-pass-rate"]) if inputs["min-pass-rate"] else None,
         args=tuple(shlex.split(inputs["args"])),
     )

@@ -16,12 +16,23 @@ from ruledrift.reports.workflow_commands import workflow_command
 from ruledrift.text import markdown_inline
 
 # The outputs of action.yml, in its order (tests/test_action.py checks they agree).
-OUTPUTS = ("exit-code", "status", "probes", "passed", "failed", "errors", "json", "junit")
+OUTPUTS = (
+    "exit-code",
+    "status",
+    "probes",
+    "passed",
+    "failed",
+    "errors",
+    "inconclusive",
+    "json",
+    "junit",
+)
 _COUNTS: dict[str, Status | None] = {
     "probes": None,
     "passed": "passed",
     "failed": "failed",
     "errors": "error",
+    "inconclusive": "inconclusive",
 }
 
 

@@ -133,6 +133,9 @@ def run_request(settings: Settings, managed: bool) -> tuple[app.RunRequest, cons
         include_responses=settings.include_responses,
         concurrency=settings.concurrency,
         target=target_overrides(settings, managed),
+        policy=dataclasses.replace(
+            request.policy, repeat=settings.repeat, min_pass_rate=settings.min_pass_rate
+        ),
     )
     return request, display
 

@@ -227,6 +227,7 @@ def _request(messages: Sequence[Message], context: CallContext) -> bytes:
         "suite": context.suite,
         "scenario": context.scenario,
         "kind": context.kind,
+        "run": context.run,
     }
     if context.kind == "turn":
         where["turn"] = context.turn

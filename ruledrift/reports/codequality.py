@@ -56,6 +56,9 @@ def _issue(path: str, scenario: str, result: ProbeResult) -> dict[str, object]:
         reasons = "; ".join(a.message for a in result.failed_assertions) or "the probe failed"
         description = f"RuleDrift: {where} broke its rule: {reasons}"
         severity = FAILED_SEVERITY[rule.severity]
+    elif result.status == "inconclusive":
+        description = f"RuleDrift: {where} is inconclusive: {result.decided_by or 'undecided'}"
+        severity = ERROR_SEVERITY[rule.severity]
     else:
         description = f"RuleDrift: {where} could not be run: {result.error or 'error'}"
         severity = ERROR_SEVERITY[rule.severity]

@@ -24,7 +24,7 @@ SUMMARY_MIN_BYTES = 32 * 1024  # less room than this left in the file: no summar
 CELL_MAX_CHARS = 500
 RERUN_MAX_SCENARIOS = 50
 
-_SYMBOLS: dict[Status, str] = {"passed": "✅", "failed": "❌", "error": "⚠️"}
+_SYMBOLS: dict[Status, str] = {"passed": "✅", "failed": "❌", "error": "⚠️", "inconclusive": "❔"}
 
 
 def append_summary(path: Path, text: str) -> None:
@@ -75,6 +75,7 @@ _VERDICTS: dict[Status, str] = {
     "passed": "✅ RuleDrift: passed, every probe kept its rule",
     "failed": "❌ RuleDrift: failed, the target broke a rule",
     "error": "⚠️ RuleDrift: error, some probes could not be run, so the verdict is incomplete",
+    "inconclusive": "❔ RuleDrift: inconclusive, some probes were not decided within the run cap",
 }
 
 
@@ -139,6 +140,8 @@ def _head(result: RunResult, config: str) -> str:
     if cause is not None:
         lines.append(f"**Cause:** {markdown(cause, 2000)}\n")
     lines += [f"> **Warning:** {markdown(w, 2000)}\n" for w in target_warnings(result)]
+    if result.policy.repeated:
+        lines.append(f"**Repeats:** {_policy_words(result)}\n")
     omitted = plan_annotations(result)[1]
     if omitted:
         lines.append(
@@ -147,6 +150,24 @@ def _head(result: RunResult, config: str) -> str:
             "them all.\n"
         )
     return "\n".join(lines) + "\n"
+
+
+def _policy_words(result: RunResult) -> str:
+    policy = result.policy
+    undecided = result.count("inconclusive")
+    tail = f"; ❔ {undecided} inconclusive" if undecided else ""
+    if policy.repeat == "auto":
+        return (
+            f"`--repeat auto`: each probe ran until a sequential test decided between a pass "
+            f"rate of at least {policy.holds_at:.0%} (holds) and at most {policy.drifted_at:.0%} "
+            f"(drifted), at most {policy.max_repeat} runs{tail}"
+        )
+    if policy.min_pass_rate is not None:
+        return (
+            f"`--repeat {policy.repeat}`: a probe passes when at least "
+            f"{policy.min_pass_rate:.0%} of its runs pass{tail}"
+        )
+    return f"`--repeat {policy.repeat}`: a probe passes only if every run passes{tail}"
 
 
 def _not_started(result: RunResult) -> str | None:

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import ruledrift
-from ruledrift.findings import probe_flags, rule_stories, suspicious
-from ruledrift.model import ProbeResult, Response, RunResult, ScenarioResult
+from ruledrift.findings import drift_curve, probe_flags, rule_stories, suspicious
+from ruledrift.model import ProbeResult, ProbeRun, Response, RunResult, ScenarioResult
+from ruledrift.stats import pass_rate
 from ruledrift.text import repair_surrogates
 
 REPORT_VERSION = 1
@@ -47,8 +48,10 @@ def render_json(result: RunResult, *, include_responses: bool) -> bytes:
             "modelCalls": result.model_calls,
             "interrupted": result.interrupted,
             "suspicious": len(suspicious(result)),
+            **({"inconclusive": n} if (n := result.count("inconclusive")) else {}),
         },
         "scenarios": [_scenario(s, include_responses) for s in result.scenarios],
+        **_repeats(result),
         "rules": [
             {
                 "id": story.rule.id,
@@ -79,6 +82,82 @@ def _scenario(result: ScenarioResult, include_responses: bool) -> dict[str, Any]
     return rendered
 
 
+def _repeats(result: RunResult) -> dict[str, Any]:
+    """The policy (with repeats) and the drift curve."""
+    policy = result.policy
+    drift = {"drift": _drift(result)}
+    if not policy.repeated:
+        return drift
+    rendered: dict[str, Any] = {
+        "repeat": policy.repeat,
+        "minPassRate": policy.min_pass_rate,
+        "inconclusive": "pass" if policy.inconclusive_passes else "fail",
+    }
+    if policy.repeat == "auto":
+        rendered |= {
+            "holdsAt": policy.holds_at,
+            "driftedAt": policy.drifted_at,
+            "maxRepeat": policy.max_repeat,
+            "alpha": policy.alpha,
+            "beta": policy.beta,
+        }
+    return {"policy": rendered, **drift}
+
+
+def _drift(result: RunResult) -> list[dict[str, Any]]:
+    return [
+        {
+            "rule": curve.rule.id,
+            "firstBrokenAt": curve.first_broken,
+            "boundaries": [
+                {
+                    "afterTurn": cell.after_turn,
+                    "runs": cell.rate.runs,
+                    "passes": cell.rate.passes,
+                    "passRate": round(cell.rate.rate, 6),
+                    "low": round(cell.rate.low, 6),
+                    "high": round(cell.rate.high, 6),
+                    "status": cell.status,
+                }
+                for cell in curve.cells
+            ],
+        }
+        for curve in drift_curve(result)
+    ]
+
+
+def _run(run: ProbeRun, include_responses: bool) -> dict[str, Any]:
+    return {
+        "run": run.run,
+        "status": run.status,
+        "durationMs": run.duration_ms,
+        "assertions": [
+            {"type": a.type, "passed": a.passed, "message": a.message} for a in run.assertions
+        ],
+        "response": _response(run.response, include_responses),
+        "error": run.error,
+        "prompt": run.prompt,
+        "seed": run.seed,
+    }
+
+
+def _repeated(result: ProbeResult, include_responses: bool) -> dict[str, Any]:
+    if not result.runs:
+        return {}
+    rate = pass_rate(result.passes, len(result.runs))
+    return {
+        "runs": [_run(run, include_responses) for run in result.runs],
+        "passRate": {
+            "passes": rate.passes,
+            "runs": rate.runs,
+            "rate": round(rate.rate, 6),
+            "low": round(rate.low, 6),
+            "high": round(rate.high, 6),
+        },
+        **({"decidedBy": result.decided_by} if result.decided_by else {}),
+    }
+
+
 def _probe(
     scenario: ScenarioResult, result: ProbeResult, include_responses: bool
 ) -> dict[str, Any]:
@@ -97,6 +176,7 @@ def _probe(
         "response": _response(result.response, include_responses),
         "error": result.error,
         "metadata": _plain(result.response.metadata) if result.response else {},
+        **_repeated(result, include_responses),
         **({"flags": list(flags)} if flags else {}),
     }
 

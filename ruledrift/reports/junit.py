@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 
 import ruledrift
 from ruledrift.findings import probe_flags, rule_stories
-from ruledrift.model import ProbeResult, Response, RunResult, ScenarioResult
+from ruledrift.model import ProbeResult, Response, RunResult, ScenarioResult, VerdictPolicy
 from ruledrift.text import xml_safe
 
 
@@ -22,7 +23,7 @@ def render_junit(result: RunResult, *, include_responses: bool) -> bytes:
         "testsuites",
         name=result.suite.name,
         tests=str(len(result.probes)),
-        failures=str(result.count("failed")),
+        failures=str(_failures(result.probes, result.policy)),
         errors=str(result.count("error")),
         time=_seconds(result.duration_ms),
     )
@@ -39,9 +40,9 @@ def _testsuite(run: RunResult, scenario: ScenarioResult, include_responses: bool
         "testsuite",
         name=scenario.scenario.id,
         tests=str(len(scenario.probes)),
-        failures=str(scenario.count("failed")),
+        failures=str(_failures(scenario.probes, run.policy)),
         errors=str(scenario.count("error")),
-        skipped="0",
+        skipped=str(_skipped(scenario.probes, run.policy)),
         time=_seconds(scenario.duration_ms),
         timestamp=run.started_at,
     )
@@ -58,8 +59,21 @@ def _testsuite(run: RunResult, scenario: ScenarioResult, include_responses: bool
             ET.SubElement(properties, "property", name=name, value=", ".join(flags))
     classname = f"{run.suite.name}.{scenario.scenario.id}"
     for probe in scenario.probes:
-        suite.append(_testcase(probe, classname, include_responses))
+        suite.append(_testcase(probe, classname, include_responses, run.policy))
     return suite
+
+
+def _failures(probes: Sequence[ProbeResult], policy: VerdictPolicy) -> int:
+    """Failed probes, and inconclusive ones when they fail the run."""
+    failing = ("failed",) if policy.inconclusive_passes else ("failed", "inconclusive")
+    return sum(1 for p in probes if p.status in failing)
+
+
+def _skipped(probes: Sequence[ProbeResult], policy: VerdictPolicy) -> int:
+    """Inconclusive probes, when `--inconclusive pass` lets them pass: shown as skipped."""
+    if not policy.inconclusive_passes:
+        return 0
+    return sum(1 for p in probes if p.status == "inconclusive")
 
 
 def _run_properties(run: RunResult) -> list[tuple[str, str]]:
@@ -81,7 +95,9 @@ def _run_properties(run: RunResult) -> list[tuple[str, str]]:
     return properties
 
 
-def _testcase(result: ProbeResult, classname: str, include_responses: bool) -> ET.Element:
+def _testcase(
+    result: ProbeResult, classname: str, include_responses: bool, policy: VerdictPolicy
+) -> ET.Element:
     probe = result.probe
     rule = probe.rule
     case = ET.Element(
@@ -95,23 +111,47 @@ def _testcase(result: ProbeResult, classname: str, include_responses: bool) -> E
         f"probe {probe.id}: rule {rule.id} ({rule.severity}), "
         f"asked after background turn {probe.after_turn}"
     )
+    runs = _runs_summary(result)
     if result.status == "failed":
         messages = [a.message for a in result.failed_assertions] or ["the probe failed"]
+        if result.runs and result.decided_by:
+            messages.insert(0, result.decided_by)
         types = dict.fromkeys(a.type for a in result.failed_assertions)
         failure = ET.SubElement(
             case, "failure", message="; ".join(messages), type=", ".join(types) or "failure"
         )
         # GitLab shows the body, not the message attribute.
         failure.text = "\n".join(
-            [*messages, "", context, _answer(result.response, include_responses)]
+            [*messages, "", context, *runs, _answer(result.response, include_responses)]
         )
+    elif result.status == "inconclusive":
+        message = result.decided_by or "not decided within the run cap"
+        tag = "skipped" if policy.inconclusive_passes else "failure"
+        undecided = ET.SubElement(case, tag, message=message)
+        if tag == "failure":
+            undecided.set("type", "inconclusive")
+        undecided.text = "\n".join([message, "", context, *runs])
     elif result.status == "error":
         error_message = result.error or "the probe could not be run"
         error = ET.SubElement(case, "error", message=error_message, type="error")
-        error.text = f"{error_message}\n\n{context}"
+        error.text = "\n".join([error_message, "", context, *runs])
     if include_responses and result.response is not None:
         ET.SubElement(case, "system-out").text = result.response.text
     return case
+
+
+def _runs_summary(result: ProbeResult) -> list[str]:
+    """With repeats: a line per run that did not pass, after the counts."""
+    if not result.runs:
+        return []
+    lines = ["", f"{result.passes} of {len(result.runs)} runs passed"]
+    for run in result.runs:
+        if run.status == "failed":
+            why = "; ".join(a.message for a in run.failed_assertions) or "failed"
+            lines.append(f"run {run.run}: failed: {why}")
+        elif run.status == "error":
+            lines.append(f"run {run.run}: error: {run.error or 'could not be run'}")
+    return lines
 
 
 def _answer(response: Response | None, include_responses: bool) -> str:

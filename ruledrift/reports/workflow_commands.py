@@ -110,6 +110,11 @@ def _annotation(scenario: str, result: ProbeResult, file: str) -> str:
     if result.status == "failed":
         title = f"RuleDrift: {name} broke rule {rule} (after turn {turn})"
         message = "\n".join(a.message for a in result.failed_assertions)
+        if result.runs and result.decided_by:
+            message = f"{result.decided_by}\n{message}"
+    elif result.status == "inconclusive":
+        title = f"RuleDrift: {name} is inconclusive (rule {rule}, after turn {turn})"
+        message = result.decided_by or "not decided within the run cap"
     else:
         title = f"RuleDrift: {name} could not be run (rule {rule}, after turn {turn})"
         message = result.error or ""

@@ -128,7 +128,7 @@ def test_every_option_that_exits_without_running_is_refused() -> None:
         for end in range(2 if not option.startswith("--") else 3, len(option) + 1)
     }
     exiting = {argument for argument in arguments if _exits(argument)}
-    assert {"-h", "--help", "--h"} <= exiting
+    assert {"-h", "--help", "--he"} <= exiting  # "--h" is ambiguous now: --holds-at
     assert {argument for argument in exiting if not exiting_option(argument)} == set()
     assert exiting_option("--version") == "--version"
     assert exiting_option("--quiet") is None
@@ -332,3 +332,28 @@ def test_codequality_in_args_is_refused(workspace: Path, args: str) -> None:
     assert problem.input == "args"
     assert "--code" in problem.message
     assert "which the action does not take" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("inputs", "input_name", "fragment"),
+    [
+        ({"repeat": "0"}, "repeat", "auto or a whole number from 1 to 1000"),
+        ({"repeat": "9" * 5000}, "repeat", "auto or a whole number from 1 to 1000"),
+        ({"repeat": "sometimes"}, "repeat", "auto or a whole number"),
+        ({"min-pass-rate": "1.5"}, "min-pass-rate", "above 0 and at most 1"),
+        ({"min-pass-rate": "nan"}, "min-pass-rate", "above 0 and at most 1"),
+        ({"repeat": "auto", "min-pass-rate": "0.9"}, "min-pass-rate", "repeat: auto decides"),
+    ],
+)
+def test_wrong_repeat_inputs_are_input_errors(
+    workspace: Path, inputs: dict[str, str], input_name: str, fragment: str
+) -> None:
+    problem = only_problem(workspace, **inputs)
+    assert problem.input == input_name
+    assert fragment in problem.message
+
+
+def test_repeat_inputs_reach_the_settings(workspace: Path) -> None:
+    settings = parse(workspace, **{"repeat": "5", "min-pass-rate": "0.8"})
+    assert (settings.repeat, settings.min_pass_rate) == (5, 0.8)
+    assert parse(workspace, repeat="auto").repeat == "auto"

@@ -30,7 +30,17 @@ from tests.support.suites import base_suite, write_suite
 ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = ROOT / "entrypoint.py"
 SCRIPTED = AGENTS / "scripted.py"
-REPORT_OUTPUTS = ("exit-code", "status", "probes", "passed", "failed", "errors", "json", "junit")
+REPORT_OUTPUTS = (
+    "exit-code",
+    "status",
+    "probes",
+    "passed",
+    "failed",
+    "errors",
+    "inconclusive",
+    "json",
+    "junit",
+)
 
 
 # --- helpers --------------------------------------------------------------------------------------
@@ -199,6 +209,7 @@ def test_a_passing_suite(action: Action) -> None:
         "passed": "2",
         "failed": "0",
         "errors": "0",
+        "inconclusive": "0",
         "json": "ruledrift-report.json",
         "junit": "ruledrift-junit.xml",
     }
@@ -611,6 +622,8 @@ def settings(**changes: Any) -> action_inputs.Settings:
         "junit": "",
         "include_responses": False,
         "concurrency": 1,
+        "repeat": 1,
+        "min_pass_rate": None,
         "args": (),
     }
     return action_inputs.Settings(**{**base, **changes})
@@ -720,6 +733,7 @@ def test_outputs_for_a_run_without_a_report() -> None:
         "passed": "0",
         "failed": "0",
         "errors": "0",
+        "inconclusive": "0",
         "json": "",
         "junit": "",
     }
@@ -828,3 +842,14 @@ def test_the_container_hint_is_for_loopback_servers_of_your_own(tmp_path: Path) 
     assert entrypoint.container_hint(settings, suite, False, 1, None) is None  # it ran
     elsewhere = dataclasses.replace(settings, base_url="http://ollama:11434")
     assert entrypoint.container_hint(elsewhere, suite, False, 3, None) is None
+
+
+def test_repeat_inputs_reach_the_run_and_the_outputs(action: Action) -> None:
+    config = action.suite("--leak-runs", "1")
+    run = action.run({"config": config, "repeat": "3", "min-pass-rate": "0.6"})
+    assert run.code == 0, run.log
+    assert "--repeat 3 --min-pass-rate 0.6" in run.stdout
+    assert (run.outputs["passed"], run.outputs["inconclusive"]) == ("2", "0")
+    report = json.loads((action.workspace / run.outputs["json"]).read_text(encoding="utf-8"))
+    assert report["policy"]["repeat"] == 3
+    assert "**Repeats:** `--repeat 3`" in run.summary

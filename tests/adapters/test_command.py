@@ -106,11 +106,12 @@ ECHO_AGENTS = {
     "node": ("node", str(AGENTS / "echo.mjs")),
 }
 EXPECTED_CONTEXT = {
-    "turn": {"suite": "demo suite", "scenario": "smalltalk", "kind": "turn", "turn": 2},
+    "turn": {"suite": "demo suite", "scenario": "smalltalk", "kind": "turn", "run": 0, "turn": 2},
     "probe": {
         "suite": "demo suite",
         "scenario": "smalltalk",
         "kind": "probe",
+        "run": 0,
         "probe": "keeps-secret",
         "afterTurn": 2,
     },

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ruledrift.config import load_suite
 from tests.support.cli_process import ruledrift
 
 ROOT = Path(__file__).parent.parent.parent
@@ -84,3 +85,32 @@ def test_run_sh_is_executable_bash() -> None:
     assert os.access(RUN_SH, os.X_OK)
     done = subprocess.run(["bash", "-n", str(RUN_SH)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("name", ["ollama", "local-model"])
+def test_the_real_model_suites_write_each_probe_once_with_its_depths(name: str) -> None:
+    """One probe at several depths is one object with a list of boundaries, not a copy each."""
+    for scenario in load(name)["scenarios"]:
+        bodies = [
+            json.dumps({k: v for k, v in p.items() if k not in ("id", "afterTurn")}, sort_keys=True)
+            for p in scenario["probes"]
+        ]
+        assert len(set(bodies)) == len(bodies), scenario["id"]
+        assert all(isinstance(p["afterTurn"], list) for p in scenario["probes"])
+
+
+def test_the_expanded_probes_keep_the_ids_the_docs_show() -> None:
+    demo = load_suite(EXAMPLES / "demo" / "suite.json")
+    assert [[p.id for p in s.probes] for s in demo.scenarios] == [
+        ["secret-at-start", "secret-after-4", "secret-after-8", "secret-after-12"],
+        ["spanish-at-start", "spanish-after-6", "spanish-after-12"],
+    ]
+    local = load_suite(EXAMPLES / "local-model" / "suite.json")
+    ids = [p.id for p in local.scenarios[0].probes]
+    assert ids[:3] == ["code-after-0", "code-after-6", "code-after-12"]
+    assert len(ids) == 18
+    assert [p.id for p in local.scenarios[1].probes] == [
+        "code-after-0",
+        "code-after-3",
+        "code-after-6",
+    ]

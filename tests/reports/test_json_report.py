@@ -136,6 +136,7 @@ def test_header_and_summary(tmp_path: Path) -> None:
         "responsesIncluded",
         "summary",
         "scenarios",
+        "drift",
         "rules",
     ]
     assert report["reportVersion"] == REPORT_VERSION == 1

@@ -5,10 +5,15 @@
 --sleep S        sleep S seconds before answering
 --record FILE    append each request as one JSON line to FILE
 --answer TEXT    answer probes with TEXT
+--leak-runs R,.. leak the secret in probes of these runs (context.run) only
+--leak-probability P  leak in a probe with probability P, the same for the same
+                 (scenario, probe, run) every time: a target with a known pass rate
 """
 
 import argparse
+import hashlib
 import json
+import random
 import sys
 import time
 
@@ -18,6 +23,8 @@ parser.add_argument("--crash-on")
 parser.add_argument("--sleep", type=float, default=0.0)
 parser.add_argument("--record")
 parser.add_argument("--answer")
+parser.add_argument("--leak-runs", default="")
+parser.add_argument("--leak-probability", type=float, default=0.0)
 args = parser.parse_args()
 
 request = json.load(sys.stdin)
@@ -36,6 +43,12 @@ elif args.answer is not None:
     answer = args.answer
 elif context["afterTurn"] >= args.leak_after:
     answer = "fine, the secret is hunter2"
+elif str(context.get("run")) in args.leak_runs.split(","):
+    answer = f"run {context['run']}: the secret is hunter2"
+elif args.leak_probability:
+    key = f"{context['scenario']}/{context['probe']}/{context.get('run')}".encode()
+    draw = random.Random(hashlib.sha256(key).hexdigest()).random()
+    answer = "the secret is hunter2" if draw < args.leak_probability else "I cannot share that."
 else:
     answer = "I cannot share that."
 json.dump({"content": answer}, sys.stdout)
