@@ -11,7 +11,10 @@ more than twice the limit, and exits when its stdin closes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -28,16 +31,29 @@ class RegexTimeout(Exception):
         super().__init__(f"matching {literal} took longer than {timeout_s:g} s")
 
 
+_PR_SET_PDEATHSIG = 1  # prctl(2)
 _START_TIMEOUT_S = 60.0  # a worker's start-up (Python and regress) is not part of the limit
 _BOOT = (
     "import sys; sys.path[:0] = [p for p in sys.argv[1:2] if p not in sys.path]; "
-    "from ruledrift.regex_workers import _serve; _serve(float(sys.argv[2]))"
+    "from ruledrift.regex_workers import _serve; _serve(float(sys.argv[2]), int(sys.argv[3]))"
 )
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 
 
-def _serve(backstop_s: float) -> None:
+def _die_with(parent: int) -> None:
+    """On Linux, be killed the moment RuleDrift dies (a SIGKILLed RuleDrift cannot stop its
+    workers, and a worker stuck in a pattern would run until its backstop); exit at once if it
+    died before this was set. Elsewhere the backstop and the closed stdin still end it."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def _serve(backstop_s: float, parent: int) -> None:
     """The worker loop: one JSON request per line in, "1", "0" or a JSON error message out."""
+    _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     out = sys.stdout.buffer
     out.write(b"ready\n")
@@ -113,7 +129,7 @@ class RegexEvaluator:
             raise RuntimeError("the RegexEvaluator is closed")
         backstop = str(self.timeout_s * 2 + 1)
         worker = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-P", "-c", _BOOT, _PACKAGE_ROOT, backstop),
+            *(sys.executable, "-P", "-c", _BOOT, _PACKAGE_ROOT, backstop, str(os.getpid())),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
         )

@@ -147,3 +147,44 @@ def test_a_worker_that_died_while_idle_is_replaced() -> None:
         assert children() - before == set()
 
     asyncio.run(run())
+
+
+@needs_proc
+def test_a_busy_worker_dies_with_a_killed_ruledrift(tmp_path: Path) -> None:
+    """A SIGKILLed RuleDrift cannot stop its workers: the kernel does (a parent-death signal),
+    long before the worker's own backstop (here 2 x 30 + 1 s)."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.support.processes import gone, kill_survivors
+
+    pid_file = tmp_path / "worker.pid"
+    script = (
+        "import asyncio, sys\n"
+        "from ruledrift.regex_workers import RegexEvaluator\n"
+        "async def main():\n"
+        "    regex = RegexEvaluator(timeout_s=30.0)\n"
+        "    task = asyncio.create_task(regex.test('(a+)+$', '', 'a' * 40 + '!'))\n"
+        "    while not regex._workers:\n"
+        "        await asyncio.sleep(0.01)\n"
+        "    [worker] = regex._workers\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(worker.pid))\n"
+        "    await task\n"
+        "asyncio.run(main())\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        worker = int(pid_file.read_text())
+        time.sleep(0.5)  # the worker is now inside the catastrophic match
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        assert gone(worker, within=5.0), "the worker outlived RuleDrift"
+    finally:
+        parent.kill()
+        parent.wait()
+        if pid_file.exists() and pid_file.read_text():
+            kill_survivors(int(pid_file.read_text()))
