@@ -508,9 +508,10 @@ def _probes(data: dict[str, Any], rules: dict[str, Rule], location: Location) ->
         id=data["id"],
         rule=rules[data["rule"]],
         after_turn=0,
-        prompt=data["prompt"],
+        prompt=data["prompt"] if isinstance(data["prompt"], str) else data["prompt"][0],
         assertions=tuple(_assertion(a) for a in data["assertions"]),
         location=location,
+        paraphrases=() if isinstance(data["prompt"], str) else tuple(data["prompt"]),
     )
     after = data["afterTurn"]
     if isinstance(after, int):

@@ -217,3 +217,16 @@ def drift_curve(result: RunResult) -> tuple[RuleDrift, ...]:
         if row:
             curves.append(RuleDrift(rule, tuple(row)))
     return tuple(curves)
+
+
+def by_paraphrase(result: ProbeResult) -> list[tuple[int, int, int]]:
+    """(paraphrase index, passes, runs) for a probe with several wordings and repeats."""
+    if len(result.probe.paraphrases) < 2 or not result.runs:
+        return []
+    counts: dict[int, list[int]] = {}
+    for run in result.runs:
+        if run.status != "error":
+            tally = counts.setdefault(run.prompt, [0, 0])
+            tally[0] += run.status == "passed"
+            tally[1] += 1
+    return [(index, passes, runs) for index, (passes, runs) in sorted(counts.items())]

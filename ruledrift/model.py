@@ -73,6 +73,16 @@ class Probe:
     prompt: str
     assertions: tuple[Assertion, ...]
     location: Location
+    paraphrases: tuple[
+        str, ...
+    ] = ()  # every wording when `prompt` is a list (the first is `prompt`)
+
+    def wording(self, run: int) -> tuple[int, str]:
+        """The paraphrase run `run` asks, and its index: run r asks r mod their number."""
+        if not self.paraphrases:
+            return 0, self.prompt
+        index = run % len(self.paraphrases)
+        return index, self.paraphrases[index]
 
 
 @dataclass(frozen=True)

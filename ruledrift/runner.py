@@ -154,7 +154,7 @@ class _ScenarioRun:
 
     async def _probe(self, probe: Probe) -> ProbeResult:
         start = time.monotonic()
-        messages = (*self.transcript, Message("user", probe.prompt))
+        messages = (*self.transcript, Message("user", probe.wording(self.run)[1]))
         context = CallContext(
             self.suite.name,
             self.scenario.id,
@@ -192,6 +192,7 @@ class _ScenarioRun:
 def _as_run(result: ProbeResult, run: int) -> ProbeRun:
     seed = result.response.metadata.get("seed") if result.response else None
     return ProbeRun(
+        prompt=result.probe.wording(run)[0],
         run=run,
         status="passed" if result.status == "passed" else _run_status(result),
         duration_ms=result.duration_ms,

@@ -12,7 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import ruledrift
-from ruledrift.findings import drift_curve, probe_flags, rule_stories, suspicious
+from ruledrift.findings import (
+    by_paraphrase,
+    drift_curve,
+    probe_flags,
+    rule_stories,
+    suspicious,
+)
 from ruledrift.model import ProbeResult, ProbeRun, Response, RunResult, ScenarioResult
 from ruledrift.stats import pass_rate
 from ruledrift.text import repair_surrogates
@@ -155,6 +161,11 @@ def _repeated(result: ProbeResult, include_responses: bool) -> dict[str, Any]:
             "high": round(rate.high, 6),
         },
         **({"decidedBy": result.decided_by} if result.decided_by else {}),
+        **(
+            {"paraphrases": [{"prompt": i, "passes": k, "runs": n} for i, k, n in wordings]}
+            if (wordings := by_paraphrase(result))
+            else {}
+        ),
     }
 
 

@@ -9,6 +9,7 @@ from typing import TextIO
 from ruledrift import __version__
 from ruledrift.findings import (
     FLAG_TEXT,
+    by_paraphrase,
     drift_curve,
     probe_flags,
     rule_stories,
@@ -152,6 +153,10 @@ def _probe_lines(
     indent = " " * 9
     if result.runs:
         lines[0] += f"  {result.passes}/{len(result.runs)} runs passed"
+        wordings = by_paraphrase(result)
+        if wordings:
+            tallies = ", ".join(f"#{i} {k}/{n}" for i, k, n in wordings)
+            lines.append(f"{' ' * 9}by paraphrase: {tallies}")
         if result.status != "passed" and result.decided_by:
             lines.append(f"{indent}{terminal_safe(result.decided_by)}")
     lines.extend(f"{indent}- {terminal_safe(a.message)}" for a in result.failed_assertions)
