@@ -1,7 +1,8 @@
-"""The GitHub job summary ($GITHUB_STEP_SUMMARY): verdict, counts and target, the failed probes,
-a rule × boundary grid, every probe in a collapsed section, and the command that reproduces the
-failures; kept under GitHub's 1 MiB limit. Never any answer text. Everything inserted is escaped
-for Markdown and HTML.
+"""The GitHub job summary ($GITHUB_STEP_SUMMARY): verdict, counts and target, the drift curve as
+a Mermaid chart, the failed probes, a rule × boundary grid of pass rates, every probe in a
+collapsed section, and the command that reproduces the failures; kept under GitHub's 1 MiB
+limit. Never any answer text. Everything inserted is escaped for Markdown and HTML; the chart
+holds no text from the suite at all (see `_chart`).
 """
 
 from __future__ import annotations
@@ -10,19 +11,30 @@ import re
 import shlex
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from ruledrift import __version__
-from ruledrift.findings import FLAG_TEXT, rule_stories, suspicious, target_warnings
-from ruledrift.model import ProbeResult, RunResult, Status
+from ruledrift.findings import (
+    FLAG_TEXT,
+    RuleDrift,
+    drift_curve,
+    rule_stories,
+    suspicious,
+    target_warnings,
+)
+from ruledrift.model import ProbeResult, RunResult, Status, VerdictPolicy
 from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, plan_annotations
+from ruledrift.stats import PassRate
 from ruledrift.text import markdown_inline, repair_surrogates
 
 SUMMARY_MAX_BYTES = 900 * 1024  # GitHub drops a step summary over 1 MiB
 SUMMARY_MIN_BYTES = 32 * 1024  # less room than this left in the file: no summary at all
 CELL_MAX_CHARS = 500
 RERUN_MAX_SCENARIOS = 50
+CHART_MAX_RULES = 12  # lines in the drift chart; more would be a tangle
+CHART_NAME_MAX_CHARS = 200  # a rule id in the list below the chart
 
 _SYMBOLS: dict[Status, str] = {"passed": "✅", "failed": "❌", "error": "⚠️", "inconclusive": "❔"}
 
@@ -47,21 +59,21 @@ def render_summary(
     artifacts_url: str | None = None,
 ) -> str:
     """Verdict, counts and target; the reports written (and where a workflow that uploads them
-    keeps them); the failed probes; the rule × boundary grid; every probe in a collapsed
-    section; the command that reproduces the failures, also as `docker run`. Beyond `max_bytes`
-    the collapsed section is cut first, then the table of failures, then the grid, each with a
-    note."""
+    keeps them); the drift curve as a chart (with more than one depth); the failed probes; the
+    rule × boundary grid; every probe in a collapsed section; the command that reproduces the
+    failures, also as `docker run`. Beyond `max_bytes` the collapsed section is cut first, then
+    the table of failures, then the grid, then the chart, each with a note."""
     head = _head(result, config) + _reports(reports or {}, artifacts_url)
     tail = _rerun(config, result, overrides)
     room = max_bytes - _size(head) - _size(tail) - _CUT_NOTE_BYTES
     rendered: dict[str, str] = {}
     cut = False
-    for name in ("grid", "failed", "suspicious", "all"):  # the order they keep their rows in
+    for name in ("chart", "grid", "failed", "suspicious", "all"):  # the order they keep rows in
         text, was_cut = _SECTIONS[name](result).render(room if not cut else 0)
         rendered[name], room, cut = text, room - _size(text), cut or was_cut
     note = _CUT_NOTE if cut else ""
     body = rendered["failed"] + rendered["suspicious"] + rendered["grid"] + rendered["all"]
-    return head + note + body + tail
+    return head + rendered["chart"] + note + body + tail
 
 
 # --- summary sections ------------------------------------------------------------------------
@@ -77,6 +89,12 @@ _VERDICTS: dict[Status, str] = {
     "error": "⚠️ RuleDrift: error, some probes could not be run, so the verdict is incomplete",
     "inconclusive": "❔ RuleDrift: inconclusive, some probes were not decided within the run cap",
 }
+
+
+class _Section(Protocol):
+    def render(self, room: int) -> tuple[str, bool]:
+        """The section in at most `room` bytes (the notes aside), and whether it was cut."""
+        ...
 
 
 class _Table:
@@ -212,6 +230,11 @@ def _grid(result: RunResult) -> _Table:
     for probe in result.probes:
         key = (probe.probe.rule.id, probe.probe.after_turn)
         counts.setdefault(key, Counter())[probe.status] += 1
+    rates = {
+        (curve.rule.id, cell.after_turn): cell.rate
+        for curve in drift_curve(result)
+        for cell in curve.cells
+    }
     turns = sorted({turn for _, turn in counts})
     rules = [r for r in result.suite.rules if any((r.id, t) in counts for t in turns)]
     stories = {story.rule.id: story.line for story in rule_stories(result)}
@@ -219,17 +242,148 @@ def _grid(result: RunResult) -> _Table:
     for rule in rules:
         cells = [markdown(rule.id), rule.severity]
         for turn in turns:
-            found = counts.get((rule.id, turn), Counter())
-            shown = " ".join(f"{_SYMBOLS[s]} {found[s]}" for s in _SYMBOLS if found[s])
-            cells.append(shown or "·")
+            found = counts.get((rule.id, turn))
+            rate = rates.get((rule.id, turn))
+            cells.append(_grid_cell(found, rate, result.policy) if found else "·")
         cells.append(markdown(stories.get(rule.id, "")))
         rows.append(_row(cells))
     columns = ["Rule", "Severity", *(f"after {t}" for t in turns), "Across depths"]
-    title = (
+    return _Table(_grid_title(result.policy), columns, rows, "rules")
+
+
+def _grid_title(policy: VerdictPolicy) -> str:
+    return (
         "### Rules × boundaries\n\n"
-        "Probes per rule and `afterTurn`: ✅ passed, ❌ failed, ⚠️ error.\n\n"
+        "Each cell: the pass rate of the rule's runs at that `afterTurn`, with passes/runs "
+        f"({_CUE['holds']} at least {_share(policy.holds_at)}, {_CUE['between']} at least "
+        f"{_share(policy.drifted_at)}, {_CUE['drifted']} less, {_CUE['none']} no finished run), "
+        "then the probes that did not pass: ❌ failed, ⚠️ error, ❔ inconclusive.\n\n"
     )
-    return _Table(title, columns, rows, "rules")
+
+
+_CUE = {"holds": "🟩", "between": "🟨", "drifted": "🟥", "none": "⬜"}
+
+
+def _grid_cell(found: Counter[Status], rate: PassRate | None, policy: VerdictPolicy) -> str:
+    """`🟩 100% (2/2) ⚠️ 1`: colour, rate and counts (colour is never the only cue), then the
+    probes there that did not pass."""
+    shown = f"{_CUE['none']} no runs"
+    if rate is not None:
+        shown = f"{_cue(rate, policy)} {_percent(rate)} ({rate.passes}/{rate.runs})"
+    others: tuple[Status, ...] = ("failed", "error", "inconclusive")
+    return " ".join([shown, *(f"{_SYMBOLS[s]} {found[s]}" for s in others if found[s])])
+
+
+def _cue(rate: PassRate, policy: VerdictPolicy) -> str:
+    if rate.rate >= policy.holds_at:
+        return _CUE["holds"]
+    return _CUE["between"] if rate.rate >= policy.drifted_at else _CUE["drifted"]
+
+
+def _percent(rate: PassRate) -> str:
+    """`80%`, `66.7%`; never `100%` or `0%` unless every run passed or none did."""
+    if rate.passes * 100 % rate.runs == 0:
+        return f"{rate.passes * 100 // rate.runs}%"
+    return f"{min(max(rate.rate * 100, 0.1), 99.9):.1f}%"
+
+
+def _share(fraction: float) -> str:
+    return f"{fraction * 100:g}%"
+
+
+# --- the drift chart -------------------------------------------------------------------------
+
+
+class _Chart:
+    """A section kept whole or left out with a note: it has no rows to drop."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def render(self, room: int) -> tuple[str, bool]:
+        if not self.text or _size(self.text) <= room:
+            return self.text, False
+        return "_The drift chart is not shown: the summary reached its size limit._\n\n", True
+
+
+def _chart(result: RunResult) -> _Chart:
+    """The drift curve as a Mermaid `xychart-beta` line chart: pass rate (%) by depth, a line per
+    rule, with a list below that names the lines. Only with more than one depth.
+
+    Mermaid has no escape for `"` in a string, reads `%%{…}%%` anywhere as a directive, and a
+    line of backticks would end the Markdown fence: so no text from the suite goes into the
+    chart. The lines are `rule 1`, `rule 2`… (the legend, where GitHub's Mermaid draws one) and
+    the list below names each rule, escaped as any Markdown, with its values in words. A line
+    needs a value at every depth: a rule without a finished run at some depth is named, not drawn.
+    """
+    curves = drift_curve(result)
+    depths = sorted({cell.after_turn for curve in curves for cell in curve.cells})
+    if len(depths) < 2:
+        return _Chart("")
+    complete = [curve for curve in curves if len(curve.cells) == len(depths)]
+    drawn = _lowest(complete, CHART_MAX_RULES)
+    gaps = [curve for curve in curves if len(curve.cells) < len(depths)]
+    text = "### Drift curve\n\n"
+    if drawn:
+        text += (
+            "The pass rate of each rule's runs by depth (`afterTurn`): a line that falls to the "
+            "right is a rule the target forgets as the conversation grows.\n\n"
+            + _mermaid(depths, drawn)
+            + f"The lines, at depths {' → '.join(map(str, depths))}, in the order of their "
+            "colours (and of the chart's legend, where GitHub's Mermaid draws one):\n\n"
+            + "".join(_chart_item(index, curve) for index, curve in enumerate(drawn, 1))
+            + "\n"
+        )
+    if len(complete) > len(drawn):
+        text += (
+            f"_{len(complete) - len(drawn)} more rules are not drawn: the chart shows at most "
+            f"{CHART_MAX_RULES}, those with the lowest pass rates; the table below lists every "
+            "rule._\n\n"
+        )
+    if gaps:
+        text += f"_Not drawn, without a finished run at every depth: {_names(gaps)}._\n\n"
+    return _Chart(text)
+
+
+def _lowest(curves: list[RuleDrift], count: int) -> list[RuleDrift]:
+    """The `count` curves with the lowest pass rate at any depth, in the suite's order."""
+    ranked = sorted(
+        range(len(curves)), key=lambda i: (min(c.rate.rate for c in curves[i].cells), i)
+    )
+    return [curves[i] for i in sorted(ranked[:count])]
+
+
+def _mermaid(depths: list[int], curves: list[RuleDrift]) -> str:
+    """The chart, made only of fixed words, numbers and the labels `rule N`."""
+    categories = ", ".join(f'"{depth}"' for depth in depths)
+    lines = [
+        "```mermaid",
+        "xychart-beta",
+        '    title "Pass rate by depth"',
+        f'    x-axis "after turn" [{categories}]',
+        '    y-axis "pass rate (%)" 0 --> 100',
+    ]
+    for index, curve in enumerate(curves, 1):
+        values = ", ".join(_chart_value(cell.rate) for cell in curve.cells)
+        lines.append(f'    line "rule {index}" [{values}]')
+    return "\n".join([*lines, "```"]) + "\n\n"
+
+
+def _chart_value(rate: PassRate) -> str:
+    return f"{rate.rate * 100:.1f}".removesuffix(".0")
+
+
+def _chart_item(index: int, curve: RuleDrift) -> str:
+    values = " → ".join(_percent(cell.rate) for cell in curve.cells)
+    name = f"<code>{markdown(curve.rule.id, CHART_NAME_MAX_CHARS)}</code>"
+    return f"- **rule {index}**: {name} ({curve.rule.severity}): {values}\n"
+
+
+def _names(curves: list[RuleDrift]) -> str:
+    names = [f"<code>{markdown(c.rule.id, CHART_NAME_MAX_CHARS)}</code>" for c in curves]
+    shown = ", ".join(names[:CHART_MAX_RULES])
+    left = len(names) - CHART_MAX_RULES
+    return shown + (f" and {left} more" if left > 0 else "")
 
 
 def _all(result: RunResult) -> _Table:
@@ -259,7 +413,13 @@ def _suspicious(result: RunResult) -> _Table:
     return _Table(title, columns, rows, "suspicious passes")
 
 
-_SECTIONS = {"grid": _grid, "failed": _failed, "suspicious": _suspicious, "all": _all}
+_SECTIONS: dict[str, Callable[[RunResult], _Section]] = {
+    "chart": _chart,
+    "grid": _grid,
+    "failed": _failed,
+    "suspicious": _suspicious,
+    "all": _all,
+}
 
 
 def _cells(scenario: str, result: ProbeResult) -> list[str]:

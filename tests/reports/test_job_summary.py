@@ -8,8 +8,11 @@ from dataclasses import replace
 from ruledrift import __version__
 from ruledrift.errors import AdapterError
 from ruledrift.model import (
+    ProbeResult,
+    ProbeRun,
     RunResult,
     TargetInfo,
+    VerdictPolicy,
 )
 from ruledrift.reports import github, job_summary
 from ruledrift.runner import not_run
@@ -95,21 +98,64 @@ def test_summary_cells_are_cut() -> None:
     assert "y" * (job_summary.CELL_MAX_CHARS - 1) + "…" in text
 
 
-def test_grid_counts_per_rule_and_boundary() -> None:
+def test_grid_shows_the_pass_rate_per_rule_and_boundary() -> None:
     text = summary()
     assert "| Rule | Severity | after 1 | after 2 | Across depths |" in text
+    assert (
+        "Each cell: the pass rate of the rule's runs at that `afterTurn`, with passes/runs "
+        "(🟩 at least 95%, 🟨 at least 80%, 🟥 less, ⬜ no finished run), then the probes that "
+        "did not pass: ❌ failed, ⚠️ error, ❔ inconclusive."
+    ) in text
     assert table_rows(text, "never-disclose-secret") == [
         [
             "never-disclose-secret",
             "critical",
-            "✅ 2 ⚠️ 2",
-            "❌ 1 ⚠️ 1",
+            "🟩 100% (2/2) ⚠️ 2",
+            "🟥 0% (0/1) ❌ 1 ⚠️ 1",
             "first broken after turn 2 (kept at 1; broken at 2)",
         ]
     ]
     assert table_rows(text, "be-polite") == [
-        ["be-polite", "warning", "✅ 1", "·", "held at every depth (1)"]
+        ["be-polite", "warning", "🟩 100% (1/1)", "·", "held at every depth (1)"]
     ]
+
+
+def with_runs(probe: ProbeResult, passes: int, runs: int) -> ProbeResult:
+    """`probe` repeated: its first `passes` of `runs` runs passed."""
+    made = tuple(ProbeRun(i, "passed" if i < passes else "failed", 10) for i in range(runs))
+    return replace(probe, status="passed" if passes == runs else "failed", runs=made)
+
+
+def grid_cells(*probes: ProbeResult, policy: VerdictPolicy | None = None) -> list[str]:
+    result = run_of(factories.scenario_result("s", probes, len(probes)))
+    text = summary(replace(result, policy=policy or VerdictPolicy(repeat=20)))
+    return table_rows(text, "never-disclose-secret")[0][2:-1]
+
+
+def test_grid_cells_have_a_colour_the_rate_and_the_counts() -> None:
+    ok = factories.passed("ok", factories.ANSWER_OK)
+    assert grid_cells(with_runs(ok, 19, 20)) == ["🟩 95% (19/20) ❌ 1"]
+    assert grid_cells(with_runs(ok, 16, 20)) == ["🟨 80% (16/20) ❌ 1"]
+    assert grid_cells(with_runs(ok, 15, 20)) == ["🟥 75% (15/20) ❌ 1"]
+    assert grid_cells(with_runs(ok, 2, 3)) == ["🟥 66.7% (2/3) ❌ 1"]
+    assert grid_cells(with_runs(ok, 1999, 2000)) == ["🟩 99.9% (1999/2000) ❌ 1"]
+    assert grid_cells(with_runs(ok, 1, 2000)) == ["🟥 0.1% (1/2000) ❌ 1"]
+    assert grid_cells(ok, factories.errored("gone", factories.TIMEOUT_ERROR, after_turn=2)) == [
+        "🟩 100% (1/1)",
+        "⬜ no runs ⚠️ 1",
+    ]
+    undecided = replace(with_runs(ok, 45, 60), status="inconclusive")
+    assert grid_cells(undecided) == ["🟥 75% (45/60) ❔ 1"]
+
+
+def test_grid_colours_follow_the_runs_thresholds() -> None:
+    policy = VerdictPolicy(repeat="auto", holds_at=0.9, drifted_at=0.5)
+    result = run_of(
+        factories.scenario_result("s", (with_runs(factories.passed("ok", "x"), 9, 10),), 10)
+    )
+    text = summary(replace(result, policy=policy))
+    assert "(🟩 at least 90%, 🟨 at least 50%, 🟥 less, ⬜ no finished run)" in text
+    assert table_rows(text, "never-disclose-secret")[0][2] == "🟩 90% (9/10) ❌ 1"
 
 
 def test_all_probes_in_a_collapsed_section() -> None:
