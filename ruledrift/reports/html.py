@@ -1,0 +1,877 @@
+"""The HTML report (`--html`): one self-contained page a person can open, archive or attach.
+
+The verdict, the target and the counts; the drift curve (each rule's pass rate by depth, with
+its 95% Wilson interval) as an inline SVG chart; the rule × depth grid with each rule's story;
+the probes that did not pass with their reasons; the suspicious passes; every probe, folded.
+No script, no font, no image, no request: inline CSS and SVG only, and a Content-Security-Policy
+that forbids anything else. Pure rendering: every verdict shown is the run's (`result.status`,
+each probe's `status`, `findings`). Answers appear only with `include_responses`.
+
+Every string from a suite, a model or a server is hostile. Nothing reaches the page except
+through `el` (tags and attribute names are this module's own; every child that is not markup
+made by `el`, and every attribute value, is cleaned and escaped), so no text can open a tag, an
+attribute, a script or a style. The page is also well-formed XML, which lets tests parse it.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ruledrift import __version__
+from ruledrift.findings import (
+    FLAG_TEXT,
+    DriftCell,
+    RuleDrift,
+    RuleStory,
+    drift_curve,
+    probe_flags,
+    rule_stories,
+    suspicious,
+    target_warnings,
+)
+from ruledrift.model import ProbeResult, ProbeRun, Response, RunResult, ScenarioResult, Status
+from ruledrift.text import cut_text, terminal_lines, terminal_safe, xml_safe
+
+ANSWER_MAX_CHARS = 20_000  # of one answer on the page; the JSON report keeps it whole
+MESSAGE_MAX_CHARS = 2_000  # of one message (assertion, error, decided_by)
+RUNS_LISTED = 20  # runs that did not pass, listed per probe
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+_SYMBOLS: dict[Status, str] = {"passed": "✓", "failed": "✗", "error": "⚠", "inconclusive": "?"}
+_VERDICTS: dict[Status, str] = {
+    "passed": "Passed: every probe kept its rule",
+    "failed": "Failed: the target broke a rule",
+    "error": "Error: some probes could not be run, so the verdict is incomplete",
+    "inconclusive": "Inconclusive: some probes were not decided within the run cap",
+}
+_STORY_CLASS = {
+    "held": "passed",
+    "drifted": "failed",
+    "never-obeyed": "failed",
+    "not-monotonic": "inconclusive",
+    "not-run": "error",
+}
+# Okabe and Ito's palette (told apart with colour blindness), each with its own marker and dash.
+SERIES_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+_MARKERS = ("circle", "square", "triangle", "diamond", "down")
+_DASHES = ("", "7 4", "2 3", "9 3 2 3")
+_VOID = frozenset({"meta", "br", "hr", "col"})  # HTML elements that never have content
+_SVG_EMPTY = frozenset({"path", "line", "circle", "rect", "polygon"})  # closed with `/>` if empty
+
+
+# --- markup ----------------------------------------------------------------------------------
+
+
+class Html(str):
+    """Markup made by `el` (or a constant of this module): the only text inserted unescaped."""
+
+    __slots__ = ()
+
+
+Child = Html | str | int | None
+Attribute = str | int | float | None
+
+
+def clean(text: str, *, lines: bool = False) -> str:
+    """`text` as inert page text: control characters (terminal escapes, bidi overrides, line
+    separators) and lone surrogates as visible escapes or U+FFFD, what XML forbids escaped, and
+    `& < > " '` as entities. With `lines`, line breaks stay (else they show as ` ⏎ `)."""
+    safe = terminal_lines(text) if lines else terminal_safe(text)
+    return html.escape(xml_safe(safe), quote=True)
+
+
+def el(tag: str, *children: Child | Iterable[Child], **attributes: Attribute) -> Html:
+    """`<tag attributes>children</tag>`. Attribute names are Python names (`class_` is
+    `class`, `data_rule` is `data-rule`); a None child or attribute is left out."""
+    attrs = "".join(
+        f' {name.rstrip("_").replace("_", "-")}="{clean(_number(value))}"'
+        for name, value in attributes.items()
+        if value is not None
+    )
+    if tag in _VOID or (not children and tag in _SVG_EMPTY):
+        return Html(f"<{tag}{attrs} />")
+    return Html(f"<{tag}{attrs}>{_children(children)}</{tag}>")
+
+
+def _children(children: Sequence[Child | Iterable[Child]]) -> str:
+    parts: list[str] = []
+    for child in children:
+        if child is None:
+            continue
+        if isinstance(child, str | int):
+            parts.append(_child(child))
+        else:
+            parts.extend(_child(c) for c in child if c is not None)
+    return "".join(parts)
+
+
+def _child(child: Html | str | int) -> str:
+    if isinstance(child, Html):
+        return child
+    return clean(str(child), lines=True)
+
+
+def _number(value: str | int | float) -> str:
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value)
+
+
+def _cut(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
+    return cut_text(text, limit)
+
+
+# --- the page --------------------------------------------------------------------------------
+
+
+def render_html(result: RunResult, *, include_responses: bool) -> bytes:
+    """The report as one UTF-8 HTML page (well-formed XML as well), ending with a newline."""
+    title = f"RuleDrift: {_verdict_word(result)} · {_cut(result.suite.name, 200)}"
+    head = el(
+        "head",
+        el("meta", charset="utf-8"),
+        el("meta", http_equiv="Content-Security-Policy", content=CSP),
+        el("meta", name="referrer", content="no-referrer"),
+        el("meta", name="viewport", content="width=device-width, initial-scale=1"),
+        el("title", title),
+        Html(f"<style>{_CSS}</style>"),
+    )
+    body = el(
+        "body",
+        el(
+            "main",
+            _header(result),
+            _drift_section(result),
+            _grid_section(result),
+            _not_passed_section(result, include_responses),
+            _suspicious_section(result, include_responses),
+            _all_probes_section(result, include_responses),
+            _footer(result, include_responses),
+        ),
+    )
+    page = f'<!DOCTYPE html>\n<html lang="en">{head}{body}</html>\n'
+    return page.encode("utf-8")
+
+
+def _did_not_run(result: RunResult) -> bool:
+    """No model call was made and every probe errored: the target could not start."""
+    probes = result.probes
+    return bool(probes) and result.model_calls == 0 and all(p.status == "error" for p in probes)
+
+
+def _verdict_word(result: RunResult) -> str:
+    return "did not run" if _did_not_run(result) else result.status
+
+
+def _header(result: RunResult) -> Html:
+    status = result.status
+    verdict = _VERDICTS[status]
+    if status == "inconclusive" and result.policy.inconclusive_passes:
+        verdict += " (--inconclusive pass: they do not fail the run)"
+    if _did_not_run(result):
+        verdict = "Did not run: no model call was made and every probe errored"
+    notes = []
+    if result.interrupted:
+        notes.append(_note("warning", "Interrupted: the run was stopped; results are partial."))
+    if _did_not_run(result):
+        errors = dict.fromkeys(p.error or "could not be run" for p in result.probes)
+        notes += [_note("error", f"Cause: {_cut(e)}") for e in list(errors)[:3]]
+    notes += [_note("warning", f"Warning: {_cut(w)}") for w in target_warnings(result)]
+    return el(
+        "header",
+        el(
+            "div",
+            el("span", _SYMBOLS[status], class_="symbol"),
+            el("span", verdict),
+            id="verdict",
+            class_=f"verdict {status}",
+            data_verdict=_verdict_word(result),
+        ),
+        el("h1", el("span", "RuleDrift report · ", class_="muted"), _cut(result.suite.name, 500)),
+        _target_line(result),
+        _counts(result),
+        _policy_line(result),
+        notes,
+    )
+
+
+def _note(kind: str, text: str) -> Html:
+    return el("p", text, class_=f"note {kind}")
+
+
+def _target_line(result: RunResult) -> Html:
+    target = result.target
+    parts: list[Child] = ["Target: ", el("strong", target.adapter), " adapter"]
+    if target.model:
+        parts += [", model ", el("code", _cut(target.model, 500))]
+    digest = target.details.get("modelDigest", target.details.get("digest"))
+    if isinstance(digest, str) and digest:
+        parts += [", digest ", el("code", _cut(digest, 200))]
+    started = _cut(result.started_at, 100)
+    parts += [" · started ", el("time", started), f" · {result.duration_ms / 1000:.2f} s"]
+    return el("p", parts, class_="target")
+
+
+def _counts(result: RunResult) -> Html:
+    boxes = [
+        ("probes", len(result.probes), ""),
+        ("passed", result.count("passed"), "passed"),
+        ("failed", result.count("failed"), "failed"),
+        ("errors", result.count("error"), "error"),
+        ("inconclusive", result.count("inconclusive"), "inconclusive"),
+        ("scenarios", len(result.scenarios), ""),
+        ("model calls", result.model_calls, ""),
+    ]
+    return el(
+        "dl",
+        [
+            el("div", el("dt", name), el("dd", str(count)), class_=f"count {kind}".strip())
+            for name, count, kind in boxes
+            if name != "inconclusive" or count
+        ],
+        class_="counts",
+    )
+
+
+def _policy_line(result: RunResult) -> Html | None:
+    """The repeat policy, only when the probes ran more than once."""
+    policy = result.policy
+    if not policy.repeated:
+        return None
+    if policy.repeat == "auto":
+        words = (
+            f"--repeat auto: each probe ran until a sequential test decided between a pass rate "
+            f"of at least {policy.holds_at:.0%} (holds) and at most {policy.drifted_at:.0%} "
+            f"(drifted), at most {policy.max_repeat} runs"
+        )
+    elif policy.min_pass_rate is not None:
+        words = (
+            f"--repeat {policy.repeat}: a probe passes when at least "
+            f"{policy.min_pass_rate:.0%} of its runs pass"
+        )
+    else:
+        words = f"--repeat {policy.repeat}: a probe passes only if every run passes"
+    return el("p", el("strong", "Repeats: "), words, class_="policy")
+
+
+# --- the drift curve -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """The chart's geometry: pixels of the plot area and the depths on the x axis."""
+
+    width: int = 1040
+    height: int = 380
+    left: int = 64
+    right: int = 24  # 130 with threshold labels
+    top: int = 16
+    bottom: int = 56
+    pad: int = 28  # between the y axis and the first depth, and the last depth and the edge
+    first: int = 0
+    last: int = 0
+
+    def x(self, depth: float) -> float:
+        span = self.width - self.left - self.right - 2 * self.pad
+        if self.last == self.first:
+            return self.left + self.pad + span / 2
+        return self.left + self.pad + (depth - self.first) / (self.last - self.first) * span
+
+    def y(self, rate: float) -> float:
+        return self.top + (1 - rate) * (self.height - self.top - self.bottom)
+
+
+def _drift_section(result: RunResult) -> Html | None:
+    curves = drift_curve(result)
+    if not curves:
+        return None
+    runs = "every run of" if result.policy.repeated else "the run of"
+    return el(
+        "section",
+        el("h2", "Drift curve"),
+        el(
+            "p",
+            f"Each rule's pass rate by depth (the background turns before the probe), over "
+            f"{runs} each of its probes there. Bars: the 95% Wilson interval. A filled marker: "
+            "the probes at that depth passed; a hollow one: they did not.",
+            class_="muted",
+        ),
+        drift_chart(curves, result),
+        _legend(curves, rule_stories(result)),
+        id="drift",
+    )
+
+
+def drift_chart(curves: Sequence[RuleDrift], result: RunResult) -> Html:
+    """The SVG chart: one `<path class="drift-line" data-rule=ID>` per rule, an interval bar
+    and a marker per depth, axes, labels, and the policy's thresholds."""
+    depths = sorted({cell.after_turn for curve in curves for cell in curve.cells})
+    labelled = result.policy.repeat == "auto" or result.policy.min_pass_rate is not None
+    frame = _Frame(first=depths[0], last=depths[-1], right=130 if labelled else 24)
+    series = [_series(index, curve, frame, len(curves)) for index, curve in enumerate(curves)]
+    return el(
+        "svg",
+        el("title", "Pass rate by depth, one line per rule"),
+        _axes(frame, depths),
+        _thresholds(frame, result),
+        series,
+        id="drift-chart",
+        role="img",
+        viewBox=f"0 0 {frame.width} {frame.height}",
+        width=frame.width,
+        height=frame.height,
+        class_="chart",
+    )
+
+
+def _axes(frame: _Frame, depths: Sequence[int]) -> Html:
+    right = frame.width - frame.right
+    bottom = frame.y(0)
+    parts: list[Html] = []
+    for rate in (0, 0.25, 0.5, 0.75, 1):
+        y = frame.y(rate)
+        parts.append(el("line", x1=frame.left, y1=y, x2=right, y2=y, class_="grid"))
+        parts.append(el("text", f"{rate:.0%}", x=frame.left - 8, y=y + 4, class_="tick y"))
+    step = max(1, -(-len(depths) // 16))  # at most 16 labels
+    for depth in depths[::step]:
+        x = frame.x(depth)
+        parts.append(el("line", x1=x, y1=bottom, x2=x, y2=bottom + 5, class_="axis"))
+        parts.append(el("text", str(depth), x=x, y=bottom + 19, class_="tick x"))
+    parts += [
+        el("line", x1=frame.left, y1=frame.top, x2=frame.left, y2=bottom, class_="axis"),
+        el("line", x1=frame.left, y1=bottom, x2=right, y2=bottom, class_="axis"),
+        el(
+            "text",
+            "depth: background turns before the probe (afterTurn)",
+            class_="label",
+            x=(frame.left + right) / 2,
+            y=frame.height - 10,
+        ),
+        el(
+            "text",
+            "pass rate",
+            class_="label",
+            x=16,
+            y=(frame.top + bottom) / 2,
+            transform=f"rotate(-90 16 {(frame.top + bottom) / 2:.1f})",
+        ),
+    ]
+    return el("g", parts, class_="axes")
+
+
+def _thresholds(frame: _Frame, result: RunResult) -> Html | None:
+    """Dashed lines at the rates the policy decides by, labelled at the right."""
+    policy = result.policy
+    if policy.repeat == "auto":
+        lines = [(policy.holds_at, "holds at"), (policy.drifted_at, "drifted at")]
+    elif policy.min_pass_rate is not None:
+        lines = [(policy.min_pass_rate, "min pass rate")]
+    else:
+        return None
+    parts = []
+    for rate, name in lines:
+        y = frame.y(rate)
+        right = frame.width - frame.right
+        parts.append(el("line", x1=frame.left, y1=y, x2=right, y2=y, class_="threshold"))
+        parts.append(el("text", f"{name} {rate:.0%}", x=right + 6, y=y + 4, class_="threshold"))
+    return el("g", parts, class_="thresholds")
+
+
+def _series(index: int, curve: RuleDrift, frame: _Frame, count: int) -> Html:
+    colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
+    dodge = (index - (count - 1) / 2) * min(8.0, 48 / count)  # bars of rules side by side
+    points = [(frame.x(cell.after_turn) + dodge, cell) for cell in curve.cells]
+    line = " ".join(
+        f"{'M' if n == 0 else 'L'}{x:.1f},{frame.y(cell.rate.rate):.1f}"
+        for n, (x, cell) in enumerate(points)
+    )
+    marks = [_point(x, cell, frame, curve, index, colour) for x, cell in points]
+    return el(
+        "g",
+        el(
+            "path",
+            d=line,
+            class_="drift-line",
+            data_rule=curve.rule.id,
+            stroke=colour,
+            stroke_dasharray=_DASHES[index // len(SERIES_COLOURS) % len(_DASHES)] or None,
+        ),
+        marks,
+        class_="series",
+        data_rule=curve.rule.id,
+    )
+
+
+def _point(
+    x: float, cell: DriftCell, frame: _Frame, curve: RuleDrift, index: int, colour: str
+) -> Html:
+    rate = cell.rate
+    tip = f"{curve.rule.id}, after turn {cell.after_turn}: {rate} · {cell.status}"
+    low, high = frame.y(rate.low), frame.y(rate.high)
+    fill = colour if cell.status == "passed" else "#ffffff"
+    return el(
+        "g",
+        el("title", tip),
+        el("line", x1=x, y1=low, x2=x, y2=high, stroke=colour, class_="interval"),
+        el("line", x1=x - 4, y1=low, x2=x + 4, y2=low, stroke=colour, class_="interval"),
+        el("line", x1=x - 4, y1=high, x2=x + 4, y2=high, stroke=colour, class_="interval"),
+        marker(_MARKERS[index % len(_MARKERS)], x, frame.y(rate.rate), colour, fill),
+        class_=f"point {cell.status}",
+        data_after_turn=cell.after_turn,
+    )
+
+
+def marker(shape: str, x: float, y: float, colour: str, fill: str, size: float = 5) -> Html:
+    """A marker of one of `_MARKERS` centred on (x, y) (never a `<path>`: the chart has one
+    path per rule, and tests count them)."""
+    style = {"stroke": colour, "fill": fill, "class_": "marker"}
+    if shape == "circle":
+        return el("circle", cx=x, cy=y, r=size, **style)
+    if shape == "square":
+        side = size * 1.7
+        return el("rect", x=x - side / 2, y=y - side / 2, width=side, height=side, **style)
+    corners = {
+        "triangle": [(0, -1.25), (1.15, 0.9), (-1.15, 0.9)],
+        "diamond": [(0, -1.35), (1.2, 0), (0, 1.35), (-1.2, 0)],
+        "down": [(0, 1.25), (1.15, -0.9), (-1.15, -0.9)],
+    }[shape]
+    points = " ".join(f"{x + dx * size:.1f},{y + dy * size:.1f}" for dx, dy in corners)
+    return el("polygon", points=points, **style)
+
+
+def _legend(curves: Sequence[RuleDrift], stories: Sequence[RuleStory]) -> Html:
+    lines = {story.rule.id: story for story in stories}
+    items = []
+    for index, curve in enumerate(curves):
+        colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
+        dash = _DASHES[index // len(SERIES_COLOURS) % len(_DASHES)] or None
+        swatch = el(
+            "svg",
+            el(
+                "line",
+                x1=2,
+                y1=8,
+                x2=34,
+                y2=8,
+                stroke=colour,
+                stroke_dasharray=dash,
+                class_="swatch-line",
+            ),
+            marker(_MARKERS[index % len(_MARKERS)], 18, 8, colour, colour, 4.5),
+            width=36,
+            height=16,
+            viewBox="0 0 36 16",
+            aria_hidden="true",
+        )
+        story = lines.get(curve.rule.id)
+        items.append(
+            el(
+                "li",
+                swatch,
+                el("strong", curve.rule.id),
+                el("span", f" {curve.rule.severity}", class_="muted"),
+                el("span", f" · {story.line}", class_="muted") if story else None,
+                data_rule=curve.rule.id,
+            )
+        )
+    return el("ul", items, class_="legend")
+
+
+# --- the grid --------------------------------------------------------------------------------
+
+
+def _grid_section(result: RunResult) -> Html | None:
+    stories = rule_stories(result)
+    if not stories:
+        return None
+    curves = {curve.rule.id: curve for curve in drift_curve(result)}
+    depths = sorted({p.probe.after_turn for p in result.probes})
+    unit = "runs" if result.policy.repeated else "probes"
+    header = el(
+        "tr",
+        el("th", "rule", scope="col"),
+        [el("th", f"after {d}", scope="col", class_="num") for d in depths],
+        el("th", "across depths", scope="col"),
+    )
+    rows = [_grid_row(story, curves.get(story.rule.id), depths, result) for story in stories]
+    legend = " · ".join(f"{_SYMBOLS[s]} {s}" for s in _SYMBOLS)
+    return el(
+        "section",
+        el("h2", "Rules × depth"),
+        el("p", f"Passes/{unit} of each rule's probes after each turn ({legend}).", class_="muted"),
+        el(
+            "div",
+            el("table", el("thead", header), el("tbody", rows), class_="grid"),
+            class_="scroll",
+        ),
+        id="grid",
+    )
+
+
+def _grid_row(
+    story: RuleStory, curve: RuleDrift | None, depths: Sequence[int], result: RunResult
+) -> Html:
+    rule = story.rule
+    cells = {cell.after_turn: cell for cell in curve.cells} if curve else {}
+    probed = {p.probe.after_turn for p in result.probes if p.probe.rule.id == rule.id}
+    row: list[Html] = []
+    for depth in depths:
+        cell = cells.get(depth)
+        if cell is not None:
+            rate = cell.rate
+            text = f"{_SYMBOLS[cell.status]} {rate.passes}/{rate.runs}"
+            row.append(
+                el("td", text, class_=f"cell {cell.status}", title=f"{rate} · {cell.status}")
+            )
+        elif depth in probed:  # every run there errored: no rate
+            row.append(
+                el(
+                    "td",
+                    f"{_SYMBOLS['error']} error",
+                    class_="cell error",
+                    title="every run at this depth could not be made",
+                )
+            )
+        else:
+            row.append(el("td", "·", class_="cell empty"))
+    story_cell = el(
+        "td", el("span", story.story, class_=f"badge {_STORY_CLASS[story.story]}"), " ", story.line
+    )
+    name = el(
+        "th", el("strong", rule.id), el("span", f" {rule.severity}", class_="muted"), scope="row"
+    )
+    return el("tr", name, row, story_cell, data_rule=rule.id)
+
+
+# --- probes ----------------------------------------------------------------------------------
+
+
+def _not_passed_section(result: RunResult, include_responses: bool) -> Html | None:
+    cards = [
+        _probe_card(scenario, probe, include_responses)
+        for scenario in result.scenarios
+        for probe in scenario.probes
+        if probe.status != "passed"
+    ]
+    if not cards:
+        return None
+    return el(
+        "section",
+        el("h2", f"Probes that did not pass ({len(cards)})"),
+        cards,
+        id="not-passed",
+    )
+
+
+def _probe_card(scenario: ScenarioResult, result: ProbeResult, include_responses: bool) -> Html:
+    """A probe that did not pass: what decided it, the assertions that failed, the error, the
+    runs that did not pass, and the answer (or its hash)."""
+    decided = None
+    if result.runs and result.decided_by:
+        decided = el("p", el("strong", "Decided by: "), _cut(result.decided_by), class_="decided")
+    failed = [el("li", _cut(a.message), class_="assertion") for a in result.failed_assertions]
+    error = None
+    if result.error:
+        error = el("p", el("strong", "Error: "), _cut(result.error), class_="error-text")
+    return el(
+        "article",
+        _probe_title(scenario, result),
+        el("p", el("strong", "Asked: "), _cut(result.probe.prompt), class_="prompt"),
+        decided,
+        el("ul", failed, class_="reasons") if failed else None,
+        error,
+        _runs_list(result),
+        _answer(result.response, include_responses),
+        class_=f"probe {result.status}",
+        data_probe=result.probe.id,
+        data_status=result.status,
+    )
+
+
+def _probe_title(scenario: ScenarioResult, result: ProbeResult) -> Html:
+    probe = result.probe
+    runs = f" · {result.passes}/{len(result.runs)} runs passed" if result.runs else ""
+    return el(
+        "h3",
+        el("span", f"{_SYMBOLS[result.status]} {result.status}", class_=f"badge {result.status}"),
+        " ",
+        el("code", probe.id),
+        el(
+            "span",
+            f" · scenario {scenario.scenario.id} · rule {probe.rule.id} ({probe.rule.severity})"
+            f" · after turn {probe.after_turn}{runs}",
+            class_="muted",
+        ),
+    )
+
+
+def _runs_list(result: ProbeResult) -> Html | None:
+    """With repeats: the runs that did not pass (the first `RUNS_LISTED`), each with its seed
+    and its reason."""
+    bad = [run for run in result.runs if run.status != "passed"]
+    if not bad:
+        return None
+    items = [el("li", _run_line(run)) for run in bad[:RUNS_LISTED]]
+    if len(bad) > RUNS_LISTED:
+        items.append(el("li", f"… and {len(bad) - RUNS_LISTED} more", class_="muted"))
+    return el("details", el("summary", f"Runs that did not pass ({len(bad)})"), el("ul", items))
+
+
+def _run_line(run: ProbeRun) -> str:
+    seed = f", seed {run.seed}" if run.seed is not None else ""
+    if run.status == "error":
+        why = run.error or "could not be run"
+    else:
+        why = "; ".join(a.message for a in run.failed_assertions) or "failed"
+    return _cut(f"run {run.run}{seed}: {run.status}: {why}")
+
+
+def _answer(response: Response | None, include_responses: bool) -> Html:
+    if response is None:
+        return el("p", "No answer.", class_="muted answer-none")
+    if not include_responses:
+        return el(
+            "p",
+            f"Answer: sha256 {response.sha256}, {response.length} characters "
+            "(run with --include-responses to see it).",
+            class_="muted answer-hash",
+        )
+    shown = cut_text(response.text, ANSWER_MAX_CHARS)
+    more = (
+        el(
+            "p",
+            f"Cut at {ANSWER_MAX_CHARS:,} of {response.length:,} characters: the JSON report "
+            "has it all.",
+            class_="muted",
+        )
+        if len(response.text) > ANSWER_MAX_CHARS
+        else None
+    )
+    return el("div", el("p", "Answer:", class_="muted"), el("pre", shown), more, class_="answer")
+
+
+def _suspicious_section(result: RunResult, include_responses: bool) -> Html | None:
+    found = suspicious(result)
+    if not found:
+        return None
+    items = [
+        el(
+            "article",
+            _probe_title(scenario, probe),
+            el("ul", [el("li", FLAG_TEXT[flag], data_flag=flag) for flag in flags]),
+            _answer(probe.response, include_responses),
+            class_="probe suspicious",
+            data_probe=probe.probe.id,
+        )
+        for scenario, probe, flags in found
+    ]
+    return el(
+        "section",
+        el("h2", f"Suspicious passes ({len(items)})"),
+        el(
+            "p",
+            "These probes passed on answers that show little. The pass counts; read the answers "
+            "(--include-responses).",
+            class_="muted",
+        ),
+        items,
+        id="suspicious",
+    )
+
+
+def _all_probes_section(result: RunResult, include_responses: bool) -> Html:
+    columns = ["probe", "rule", "severity", "after turn", "result", "runs", "duration"]
+    if include_responses:
+        columns.append("answer")
+    rows: list[Html] = []
+    for scenario in result.scenarios:
+        rows.append(_scenario_row(scenario, len(columns), include_responses))
+        rows += [_probe_row(scenario, p, include_responses) for p in scenario.probes]
+    table = el(
+        "table",
+        el("thead", el("tr", [el("th", c, scope="col") for c in columns])),
+        el("tbody", rows),
+        class_="all",
+    )
+    return el(
+        "section",
+        el(
+            "details",
+            el("summary", el("h2", f"All {len(result.probes)} probes")),
+            el("div", table, class_="scroll"),
+        ),
+        id="all",
+    )
+
+
+def _scenario_row(scenario: ScenarioResult, columns: int, include_responses: bool) -> Html:
+    status = scenario.status
+    runs = f" · played {scenario.runs} times" if scenario.runs > 1 else ""
+    description = scenario.scenario.description
+    transcript = None
+    if include_responses and scenario.transcript:
+        messages = [
+            el(
+                "div",
+                el("span", m.role, class_="role"),
+                el("pre", cut_text(m.content, ANSWER_MAX_CHARS)),
+                class_="message",
+            )
+            for m in scenario.transcript
+        ]
+        transcript = el("details", el("summary", "Background conversation (first run)"), messages)
+    return el(
+        "tr",
+        el(
+            "th",
+            el("span", f"{_SYMBOLS[status]} {status}", class_=f"badge {status}"),
+            " scenario ",
+            el("code", scenario.scenario.id),
+            el("span", f" · {scenario.model_calls} model calls{runs}", class_="muted"),
+            el("p", _cut(description), class_="description") if description else None,
+            transcript,
+            colspan=columns,
+            scope="rowgroup",
+        ),
+        class_="scenario",
+        data_scenario=scenario.scenario.id,
+    )
+
+
+def _probe_row(scenario: ScenarioResult, result: ProbeResult, include_responses: bool) -> Html:
+    probe = result.probe
+    flags = probe_flags(scenario, result)
+    runs = f"{result.passes}/{len(result.runs)}" if result.runs else "1"
+    cells = [
+        el(
+            "td",
+            el("code", probe.id),
+            el("span", " !", class_="flag", title="suspicious pass") if flags else None,
+        ),
+        el("td", probe.rule.id),
+        el("td", probe.rule.severity),
+        el("td", str(probe.after_turn), class_="num"),
+        el("td", f"{_SYMBOLS[result.status]} {result.status}", class_=f"cell {result.status}"),
+        el("td", runs, class_="num"),
+        el("td", f"{result.duration_ms / 1000:.2f} s", class_="num"),
+    ]
+    if include_responses:
+        answer = result.response
+        shown = (
+            el(
+                "details",
+                el("summary", f"{answer.length} characters"),
+                el("pre", cut_text(answer.text, ANSWER_MAX_CHARS)),
+            )
+            if answer is not None
+            else "—"
+        )
+        cells.append(el("td", shown))
+    return el("tr", cells, data_probe=probe.id, data_status=result.status)
+
+
+def _footer(result: RunResult, include_responses: bool) -> Html:
+    answers = (
+        "Answers included (--include-responses)."
+        if include_responses
+        else "No answer text: each is shown by its SHA-256 and length."
+    )
+    return el(
+        "footer",
+        el(
+            "p",
+            f"RuleDrift {__version__} · suite {_cut(str(result.suite.path), 500)} "
+            f"(sha256 {result.suite.sha256}) · {answers} "
+            "A self-contained page: no script, no request.",
+        ),
+    )
+
+
+_CSS = """
+:root { color-scheme: light; --fg: #1f2328; --muted: #59636e; --line: #d1d9e0;
+  --bg: #ffffff; --panel: #f6f8fa;
+  --passed: #1a7f37; --passed-bg: #dafbe1; --failed: #cf222e; --failed-bg: #ffebe9;
+  --error: #9a6700; --error-bg: #fff8c5; --inconclusive: #8250df; --inconclusive-bg: #fbefff; }
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--fg);
+  font: 15px/1.5 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; }
+main { max-width: 1100px; margin: 0 auto; padding: 24px 28px 48px; }
+h1 { font-size: 26px; margin: 12px 0 4px; overflow-wrap: anywhere; }
+h2 { font-size: 19px; margin: 32px 0 8px; padding-bottom: 4px;
+  border-bottom: 1px solid var(--line); }
+h3 { font-size: 15px; margin: 0 0 6px; overflow-wrap: anywhere; }
+code, pre { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 13px; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--panel);
+  border: 1px solid var(--line); border-radius: 6px; padding: 8px 10px; margin: 4px 0;
+  max-height: 24em; overflow: auto; }
+p { margin: 4px 0; overflow-wrap: anywhere; }
+.muted { color: var(--muted); }
+.verdict { display: flex; gap: 10px; align-items: center; font-size: 20px; font-weight: 600;
+  padding: 12px 16px; border-radius: 8px; border: 1px solid; }
+.verdict .symbol { font-size: 26px; line-height: 1; }
+.verdict.passed { color: var(--passed); background: var(--passed-bg); }
+.verdict.failed { color: var(--failed); background: var(--failed-bg); }
+.verdict.error { color: var(--error); background: var(--error-bg); }
+.verdict.inconclusive { color: var(--inconclusive); background: var(--inconclusive-bg); }
+.counts { display: flex; flex-wrap: wrap; gap: 8px; margin: 14px 0 8px; }
+.count { min-width: 96px; padding: 6px 12px; border: 1px solid var(--line); border-radius: 6px;
+  background: var(--panel); }
+.count dt { font-size: 12px; color: var(--muted); text-transform: uppercase;
+  letter-spacing: .04em; }
+.count dd { margin: 0; font-size: 22px; font-weight: 600; }
+.count.passed dd { color: var(--passed); } .count.failed dd { color: var(--failed); }
+.count.error dd { color: var(--error); } .count.inconclusive dd { color: var(--inconclusive); }
+.note { padding: 8px 12px; border-radius: 6px; border-left: 4px solid; margin: 8px 0; }
+.note.warning { border-color: var(--error); background: var(--error-bg); }
+.note.error { border-color: var(--failed); background: var(--failed-bg); }
+.chart { display: block; width: 100%; height: auto; }
+.chart .grid { stroke: #e6eaef; stroke-width: 1; }
+.chart .axis { stroke: #8c959f; stroke-width: 1; }
+.chart text { font-size: 12px; fill: var(--muted); font-family: inherit; }
+.chart .tick.y { text-anchor: end; } .chart .tick.x { text-anchor: middle; }
+.chart .label { text-anchor: middle; font-size: 13px; fill: var(--fg); }
+.chart .threshold { stroke: #8c959f; stroke-dasharray: 5 4; }
+.chart text.threshold { stroke: none; fill: var(--muted); font-size: 11px; }
+.chart .drift-line { fill: none; stroke-width: 2.5; stroke-linejoin: round; }
+.chart .interval { stroke-width: 1.5; opacity: .55; }
+.chart .marker { stroke-width: 2; }
+.legend { list-style: none; padding: 0; margin: 8px 0 0; display: grid; gap: 4px; }
+.legend li { display: flex; gap: 8px; align-items: baseline; overflow-wrap: anywhere; }
+.legend svg { flex: none; align-self: center; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; margin: 6px 0; }
+th, td { border: 1px solid var(--line); padding: 5px 10px; text-align: left; vertical-align: top;
+  overflow-wrap: anywhere; }
+thead th { background: var(--panel); font-weight: 600; white-space: nowrap; }
+.num { text-align: right; }
+.cell { text-align: center; white-space: nowrap; font-variant-numeric: tabular-nums; }
+.cell.passed { color: var(--passed); background: var(--passed-bg); }
+.cell.failed { color: var(--failed); background: var(--failed-bg); font-weight: 600; }
+.cell.error { color: var(--error); background: var(--error-bg); }
+.cell.inconclusive { color: var(--inconclusive); background: var(--inconclusive-bg); }
+.cell.empty { color: var(--muted); }
+.badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 12px;
+  font-weight: 600; border: 1px solid; white-space: nowrap; }
+.badge.passed { color: var(--passed); background: var(--passed-bg); }
+.badge.failed { color: var(--failed); background: var(--failed-bg); }
+.badge.error { color: var(--error); background: var(--error-bg); }
+.badge.inconclusive { color: var(--inconclusive); background: var(--inconclusive-bg); }
+.probe { border: 1px solid var(--line); border-left: 4px solid var(--muted); border-radius: 6px;
+  padding: 10px 14px; margin: 10px 0; }
+.probe.failed { border-left-color: var(--failed); }
+.probe.error { border-left-color: var(--error); }
+.probe.inconclusive { border-left-color: var(--inconclusive); }
+.probe.suspicious { border-left-color: var(--error); }
+.reasons { margin: 4px 0; padding-left: 20px; }
+.assertion { color: var(--failed); }
+.error-text { color: var(--error); }
+details summary { cursor: pointer; color: var(--muted); }
+details summary h2 { display: inline; border: none; }
+tr.scenario th { background: var(--panel); font-weight: normal; }
+.description { color: var(--muted); white-space: pre-wrap; }
+.message .role { font-size: 12px; color: var(--muted); }
+.flag { color: var(--error); font-weight: 700; }
+footer { margin-top: 40px; font-size: 13px; color: var(--muted); }
+"""
