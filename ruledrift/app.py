@@ -46,6 +46,7 @@ from ruledrift.reports.files import report_path_problem, report_target, shown, w
 from ruledrift.reports.json_report import render_json
 from ruledrift.reports.junit import render_junit
 from ruledrift.runner import Events, not_run, run_suite
+from ruledrift.shards import Shard, shard_of
 
 __all__ = [
     "REPORTERS",
@@ -122,6 +123,8 @@ class RunRequest:
     scenarios: tuple[str, ...] = ()  # only these scenario ids (empty: all)
     target: TargetOverrides = field(default_factory=TargetOverrides)
     policy: VerdictPolicy = field(default_factory=VerdictPolicy)  # --repeat and its verdicts
+    shard: Shard | None = None  # --shard K/N: only this shard's scenarios
+    max_calls: int | None = None  # --max-calls: no call is started once this many were made
 
     def reports(self) -> dict[str, Path]:
         """The reports asked for, by REPORTERS name."""
@@ -138,6 +141,10 @@ class RunRequest:
         argv += ["--concurrency", str(self.concurrency)]
         for scenario in self.scenarios:
             argv += ["--scenario", scenario]
+        if self.shard is not None:
+            argv += ["--shard", str(self.shard)]
+        if self.max_calls is not None:
+            argv += ["--max-calls", str(self.max_calls)]
         return argv + self.target.argv() + policy_argv(self.policy)
 
 
@@ -311,10 +318,17 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
     check_policy(request.policy)
     suite = load_suite(request.config)
     scenarios = select_scenarios(suite, request.scenarios)
+    policy = request.policy
+    if request.shard is not None:
+        runs_each = policy.repeat if isinstance(policy.repeat, int) else 1
+        selected = len(scenarios)
+        scenarios = shard_of(scenarios, request.shard, runs_each)
+        observer.warning(
+            f"shard {request.shard}: {len(scenarios)} of the {selected} selected scenario(s)"
+        )
     config = target_config(suite.adapter, request.target)
     reports = request.reports()
     check_reports(reports, suite.path)
-    policy = request.policy
     runs = policy.max_repeat if policy.repeat == "auto" else policy.repeat
     observer.run_starting(
         RunPlan(
@@ -335,6 +349,8 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
     finally:
         observer.run_stopped()
         _restore_sigterm(sigterm)
+    if request.shard is not None:
+        result = dataclasses.replace(result, shard=(request.shard.index, request.shard.total))
     written, failed = write_reports(result, reports, request.include_responses)
     code = exit_code(result, reports_failed=bool(failed))
     return RunOutcome(request, result, code, written, failed)
@@ -407,6 +423,7 @@ async def _run_adapter(
     scenarios: Sequence[Scenario],
     observer: RunObserver,
     policy: VerdictPolicy,
+    max_calls: int | None = None,
 ) -> RunResult:
     regex = RegexEvaluator()
     try:
@@ -423,6 +440,7 @@ async def _run_adapter(
             scenarios=scenarios,
             events=observer,
             policy=policy,
+            max_calls=max_calls,
         )
     finally:
         try:
@@ -497,7 +515,13 @@ async def _execute(
         async with managed as target:
             adapter = create_adapter(target)
             return await _run_adapter(
-                suite, adapter, request.concurrency, scenarios, observer, request.policy
+                suite,
+                adapter,
+                request.concurrency,
+                scenarios,
+                observer,
+                request.policy,
+                request.max_calls,
             )
     except AdapterError as cause:  # the managed server did not start or could not pull
         observer.warning(f"the target could not start: {cause}")

@@ -182,6 +182,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="run only this scenario (repeatable)",
     )
     _repeat_arguments(run)
+    run.add_argument(
+        "--shard",
+        metavar="K/N|auto",
+        help="run only shard K of N of the selected scenarios (balanced by model calls); auto: "
+        "GitLab's CI_NODE_INDEX/CI_NODE_TOTAL",
+    )
+    run.add_argument(
+        "--max-calls",
+        type=_runs,
+        metavar="N",
+        help="start no model call once N have been made; what is left is reported as not run",
+    )
     run.add_argument("--quiet", action="store_true", help="print only the summary")
     run.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
     run.add_argument(
@@ -211,6 +223,7 @@ def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
     from ruledrift.app import RunRequest  # imported late: `--help` stays fast
     from ruledrift.console import Display
     from ruledrift.model import VerdictPolicy
+    from ruledrift.shards import parse_shard
 
     policy = VerdictPolicy(
         repeat=args.repeat,
@@ -230,6 +243,8 @@ def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
         scenarios=tuple(args.scenario or ()),
         target=target_overrides(args),
         policy=policy,
+        shard=parse_shard(args.shard, os.environ) if args.shard else None,
+        max_calls=args.max_calls,
     )
     return request, Display(quiet=args.quiet, no_color=args.no_color, github=args.github)
 

@@ -286,6 +286,7 @@ class RunResult:
     scenarios: tuple[ScenarioResult, ...]
     interrupted: bool = False
     policy: VerdictPolicy = field(default_factory=VerdictPolicy)
+    shard: tuple[int, int] | None = None  # (K, N) of `--shard K/N`: this run holds shard K of N
 
     @property
     def probes(self) -> list[ProbeResult]:

@@ -42,6 +42,22 @@ from ruledrift.text import cut_text, repair_surrogates
 from ruledrift.verdicts import is_decided, probe_verdict, sequential_design
 
 INTERRUPTED = "not run: the run was interrupted"
+
+
+@dataclass
+class CallBudget:
+    """`--max-calls`: no model call is started once `limit` have been (None: no limit)."""
+
+    limit: int | None = None
+    used: int = 0
+
+    def take(self) -> None:
+        """Count one call, or raise AdapterError when the budget is used up."""
+        if self.limit is not None and self.used >= self.limit:
+            raise AdapterError(
+                f"not run: the budget of {self.limit} model call(s) (--max-calls) was used up"
+            )
+        self.used += 1
 ERROR_MAX_CHARS = 2000  # an error message as stored, like the command adapter's stderr tail
 
 
@@ -99,6 +115,7 @@ class _ScenarioRun:
     events: Events
     run: int = 0
     asked: frozenset[str] | None = None
+    budget: CallBudget = field(default_factory=CallBudget)
     results: dict[str, ProbeResult] = field(default_factory=dict)
     transcript: list[Message] = field(default_factory=list)
     calls: int = 0
@@ -135,6 +152,7 @@ class _ScenarioRun:
     async def _call(self, messages: Sequence[Message], context: CallContext) -> Completion:
         """The adapter's answer, its text repaired where it enters RuleDrift: a lone surrogate
         (legal in JSON: half an emoji a gateway cut) cannot be sent on or written as UTF-8."""
+        self.budget.take()
         self.calls += 1
         try:
             completion = await self.adapter.complete(messages, context)
@@ -253,6 +271,7 @@ async def run_suite(
     scenarios: Sequence[Scenario] | None = None,
     events: Events | None = None,
     policy: VerdictPolicy | None = None,
+    max_calls: int | None = None,
 ) -> RunResult:
     """Run `scenarios` (default: all, in config order), each as often as `policy` says (once by
     default), every run in one pool of `concurrency`. Never raises AdapterError: a call that
@@ -267,10 +286,18 @@ async def run_suite(
     if policy.repeat == "auto":
         design = sequential_design(policy, sum(len(s.probes) for s in chosen))
     books = [_ScenarioRuns(s, policy, design) for s in chosen]
+    budget = CallBudget(max_calls)
 
     def new_run(book: _ScenarioRuns, asked: frozenset[str] | None) -> _ScenarioRun:
         run = _ScenarioRun(
-            suite, book.scenario, adapter, regex, listen, run=len(book.runs), asked=asked
+            suite,
+            book.scenario,
+            adapter,
+            regex,
+            listen,
+            run=len(book.runs),
+            asked=asked,
+            budget=budget,
         )
         book.runs.append(run)
         return run

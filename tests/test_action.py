@@ -22,6 +22,7 @@ from jsonschema import Draft7Validator
 import ruledrift
 from ruledrift import action as entrypoint
 from ruledrift.action import inputs as action_inputs
+from ruledrift.config import load_suite
 from scripts.release import check_version
 from tests.support.processes import tool
 
@@ -458,9 +459,9 @@ def test_the_docs_describe_every_input_and_output() -> None:
 def test_the_model_jobs_expect_the_probes_their_scenario_has(job_name: str) -> None:
     job = workflow("ci.yml")["jobs"][job_name]
     (run,) = local_action_steps(job)
-    suite = json.loads((ROOT / run["with"]["config"]).read_text(encoding="utf-8"))
+    suite = load_suite(ROOT / run["with"]["config"])  # afterTurn lists expanded
     scenario_id = run["with"]["args"].split("--scenario", 1)[1].split()[0]
-    (scenario,) = [s for s in suite["scenarios"] if s["id"] == scenario_id]
-    assert suite["adapter"]["type"] == "ollama"
+    (scenario,) = [s for s in suite.scenarios if s.id == scenario_id]
+    assert suite.adapter.type == "ollama"
     checks = "\n".join(s.get("run", "") for s in job["steps"])
-    assert f'test "$PROBES" = {len(scenario["probes"])}' in checks
+    assert f'test "$PROBES" = {len(scenario.probes)}' in checks

@@ -13,7 +13,9 @@ from typing import Literal
 from ruledrift import cli
 from ruledrift.action.files import inside, real_path
 from ruledrift.adapters.transport import url_problem
+from ruledrift.errors import UsageError
 from ruledrift.reports.files import path_length_problem, report_path_problem
+from ruledrift.shards import Shard, parse_shard
 from ruledrift.text import preview, terminal_safe
 
 DOCS = "https://github.com/ruledrift/action/blob/v1/docs/github-action.md"
@@ -34,6 +36,7 @@ INPUTS: dict[str, str] = {
     "concurrency": "1",
     "repeat": "1",
     "min-pass-rate": "",
+    "shard": "",
     "args": "",
 }
 # `ruledrift run` options that have an input of their own: refused in `args`, so that the
@@ -49,6 +52,7 @@ OWN_OPTIONS: dict[str, str] = {
     "--concurrency": "concurrency",
     "--repeat": "repeat",
     "--min-pass-rate": "min-pass-rate",
+    "--shard": "shard",
 }
 BOOLEANS = {
     "true": True,
@@ -99,6 +103,7 @@ class Settings:
     concurrency: int
     repeat: int | Literal["auto"]
     min_pass_rate: float | None
+    shard: Shard | None
     args: tuple[str, ...]
 
 
@@ -281,6 +286,14 @@ def _repeat_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
         )
 
 
+def _shard_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
+    if inputs["shard"]:
+        try:
+            parse_shard(inputs["shard"], {})
+        except UsageError as error:
+            yield Problem("shard", f'input "shard": {str(error).removeprefix("--shard: ")}')
+
+
 def _rate(text: str) -> float | None:
     try:
         value = float(text) if len(text) <= 20 else -1.0
@@ -391,6 +404,7 @@ CHECKS = (
     _server_problems,
     _number_problems,
     _repeat_problems,
+    _shard_problems,
     _model_problems,
     _boolean_problems,
     _models_dir_problems,
@@ -418,5 +432,6 @@ def parse_inputs(inputs: Mapping[str, str], cwd: Path) -> Settings:
         concurrency=int(inputs["concurrency"]),
         repeat="auto" if inputs["repeat"] == "auto" else int(inputs["repeat"]),
         min_pass_rate=_rate(inputs["min-pass-rate"]) if inputs["min-pass-rate"] else None,
+        shard=parse_shard(inputs["shard"], {}) if inputs["shard"] else None,
         args=tuple(shlex.split(inputs["args"])),
     )

@@ -136,6 +136,7 @@ def run_request(settings: Settings, managed: bool) -> tuple[app.RunRequest, cons
         policy=dataclasses.replace(
             request.policy, repeat=settings.repeat, min_pass_rate=settings.min_pass_rate
         ),
+        shard=settings.shard,
     )
     return request, display
 

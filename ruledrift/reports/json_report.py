@@ -35,6 +35,11 @@ def render_json(result: RunResult, *, include_responses: bool) -> bytes:
             "name": result.suite.name,
             "config": str(result.suite.path),
             "configSha256": result.suite.sha256,
+            **(
+                {"shard": {"index": result.shard[0], "total": result.shard[1]}}
+                if result.shard
+                else {}
+            ),
         },
         "target": {
             "adapter": result.target.adapter,

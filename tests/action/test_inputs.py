@@ -25,6 +25,7 @@ from ruledrift.action.inputs import (
     parse_inputs,
 )
 from ruledrift.errors import UsageError
+from ruledrift.shards import Shard
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = ROOT / "entrypoint.py"
@@ -357,3 +358,12 @@ def test_repeat_inputs_reach_the_settings(workspace: Path) -> None:
     settings = parse(workspace, **{"repeat": "5", "min-pass-rate": "0.8"})
     assert (settings.repeat, settings.min_pass_rate) == (5, 0.8)
     assert parse(workspace, repeat="auto").repeat == "auto"
+
+
+def test_the_shard_input(workspace: Path) -> None:
+    assert parse(workspace, shard="2/3").shard == Shard(2, 3)
+    problem = only_problem(workspace, shard="4/3")
+    assert (problem.input, problem.message) == (
+        "shard",
+        'input "shard": expected 1 <= K <= N <= 1000, got \'4/3\'',
+    )

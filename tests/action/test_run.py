@@ -624,6 +624,7 @@ def settings(**changes: Any) -> action_inputs.Settings:
         "concurrency": 1,
         "repeat": 1,
         "min_pass_rate": None,
+        "shard": None,
         "args": (),
     }
     return action_inputs.Settings(**{**base, **changes})
