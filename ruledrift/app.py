@@ -43,6 +43,8 @@ from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_model
 from ruledrift.regex_workers import RegexEvaluator
 from ruledrift.reports.codequality import render_codequality
 from ruledrift.reports.files import report_path_problem, report_target, shown, write_atomic
+from ruledrift.reports.html import render_html
+from ruledrift.reports.json_load import read_report
 from ruledrift.reports.json_report import render_json
 from ruledrift.reports.junit import render_junit
 from ruledrift.runner import Events, not_run, run_suite
@@ -52,6 +54,8 @@ __all__ = [
     "REPORTERS",
     "PullOutcome",
     "PullRequest",
+    "ReportOutcome",
+    "ReportRequest",
     "RunObserver",
     "RunOutcome",
     "RunPlan",
@@ -60,6 +64,7 @@ __all__ = [
     "TargetOverrides",
     "exit_code",
     "pull",
+    "report",
     "run",
     "run_against",
     "validate",
@@ -78,6 +83,7 @@ REPORTERS: dict[str, Renderer] = {
     "json": render_json,
     "junit": render_junit,
     "codequality": _codequality,
+    "html": render_html,
 }
 
 
@@ -118,6 +124,7 @@ class RunRequest:
     json: Path | None = None
     junit: Path | None = None
     codequality: Path | None = None  # GitLab's Code Quality report
+    html: Path | None = None  # one self-contained page with the drift curve
     include_responses: bool = False  # answer text in the reports (trusted destinations only)
     concurrency: int = 1  # scenarios run at once
     scenarios: tuple[str, ...] = ()  # only these scenario ids (empty: all)
@@ -128,7 +135,12 @@ class RunRequest:
 
     def reports(self) -> dict[str, Path]:
         """The reports asked for, by REPORTERS name."""
-        paths = {"json": self.json, "junit": self.junit, "codequality": self.codequality}
+        paths = {
+            "json": self.json,
+            "junit": self.junit,
+            "codequality": self.codequality,
+            "html": self.html,
+        }
         return {name: path for name, path in paths.items() if path is not None}
 
     def argv(self) -> list[str]:
@@ -379,6 +391,47 @@ def _restore_sigterm(handler: object) -> None:
     handler, so a SIGTERM while the reports are written is still an interruption."""
     if threading.current_thread() is threading.main_thread() and handler is not None:
         signal.signal(signal.SIGTERM, handler)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    """`ruledrift report`: a saved JSON report re-rendered, without calling any model."""
+
+    report: Path
+    json: Path | None = None
+    junit: Path | None = None
+    html: Path | None = None
+    codequality: Path | None = None
+
+    def reports(self) -> dict[str, Path]:
+        paths = {
+            "json": self.json,
+            "junit": self.junit,
+            "html": self.html,
+            "codequality": self.codequality,
+        }
+        return {name: path for name, path in paths.items() if path is not None}
+
+
+@dataclass(frozen=True)
+class ReportOutcome:
+    request: ReportRequest
+    result: RunResult
+    responses_included: bool  # the saved report holds answers: so may what is rendered from it
+    exit_code: ExitCode
+    reports_written: dict[str, Path]
+    reports_failed: dict[str, str] = field(default_factory=dict)
+
+
+def report(request: ReportRequest) -> ReportOutcome:
+    """Re-render a saved JSON report (another format, or the same again) and give the verdict's
+    exit code. Raises UsageError (exit 2) for a file that is not a usable report."""
+    saved = read_report(request.report)
+    reports = request.reports()
+    check_reports(reports, request.report)
+    written, failed = write_reports(saved.result, reports, saved.responses_included)
+    code = exit_code(saved.result, reports_failed=bool(failed))
+    return ReportOutcome(request, saved.result, saved.responses_included, code, written, failed)
 
 
 def pull(request: PullRequest, observer: RunObserver | None = None) -> PullOutcome:

@@ -159,6 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", metavar="PATH", help="write the JSON report to PATH")
     run.add_argument("--junit", metavar="PATH", help="write the JUnit XML report to PATH")
     run.add_argument(
+        "--html",
+        metavar="PATH",
+        help="write one self-contained HTML page (verdict, drift curve, failed probes) to PATH",
+    )
+    run.add_argument(
         "--codequality",
         metavar="PATH",
         help="write a GitLab Code Quality report to PATH (failed probes on the suite's lines)",
@@ -211,6 +216,22 @@ def build_parser() -> argparse.ArgumentParser:
     pull.add_argument("config", metavar="CONFIG", help="the suite (a JSON file)")
     _target_arguments(pull)
 
+    report = commands.add_parser(
+        "report",
+        help="show a saved JSON report and re-render it (--html, --junit, ...) without calling "
+        "any model; exits with its verdict's code",
+    )
+    report.add_argument("report", metavar="REPORT", help="a JSON report written by --json")
+    for option, what in (
+        ("--json", "the JSON report again"),
+        ("--junit", "the JUnit XML report"),
+        ("--html", "the HTML report"),
+        ("--codequality", "a GitLab Code Quality report"),
+    ):
+        report.add_argument(option, metavar="PATH", help=f"write {what} to PATH")
+    report.add_argument("--quiet", action="store_true", help="print only the summary")
+    report.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
+
     validate = commands.add_parser("validate", help="check a suite without running it")
     validate.add_argument("config", metavar="CONFIG", help="the suite (a JSON file)")
 
@@ -238,6 +259,7 @@ def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
         json=Path(args.json) if args.json else None,
         junit=Path(args.junit) if args.junit else None,
         codequality=Path(args.codequality) if args.codequality else None,
+        html=Path(args.html) if args.html else None,
         include_responses=args.include_responses,
         concurrency=args.concurrency,
         scenarios=tuple(args.scenario or ()),
@@ -290,6 +312,23 @@ def _pull(args: argparse.Namespace) -> int:
     return ExitCode.PASSED
 
 
+def _report(args: argparse.Namespace) -> int:
+    from ruledrift import app, console
+
+    def path(value: str | None) -> Path | None:
+        return Path(value) if value else None
+
+    request = app.ReportRequest(
+        Path(args.report),
+        json=path(args.json),
+        junit=path(args.junit),
+        html=path(args.html),
+        codequality=path(args.codequality),
+    )
+    display = console.Display(quiet=args.quiet, no_color=args.no_color)
+    return console.report(request, display, os.environ)
+
+
 def _schema(args: argparse.Namespace) -> int:
     from ruledrift.config import schema_text
 
@@ -299,6 +338,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": _run,
+    "report": _report,
     "validate": _validate,
     "pull": _pull,
     "schema": _schema,

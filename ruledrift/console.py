@@ -16,7 +16,7 @@ from typing import Literal, TextIO
 
 from ruledrift import app, output
 from ruledrift.errors import ConfigError, RuleDriftError, UsageError
-from ruledrift.model import ProbeResult, Scenario, ScenarioResult, Suite
+from ruledrift.model import ProbeResult, RunResult, Scenario, ScenarioResult, Suite
 from ruledrift.ollama.api import PullProgress
 from ruledrift.reports import github, workflow_commands
 from ruledrift.reports.job_summary import append_summary
@@ -218,3 +218,27 @@ def show_failure(error: RuleDriftError, environ: Mapping[str, str]) -> None:
         output.command(line)
     if environ.get("GITHUB_STEP_SUMMARY"):
         append_summary(Path(environ["GITHUB_STEP_SUMMARY"]), render_not_run_summary(error))
+
+
+def report(request: app.ReportRequest, display: Display, environ: Mapping[str, str]) -> int:
+    """`ruledrift report`: the terminal view of a saved report, the files it re-rendered."""
+    outcome = app.report(request)
+    out = sys.stdout
+    tty = out.isatty()
+    options = TerminalOptions(
+        colour=tty and not display.no_color and not environ.get("NO_COLOR"),
+        previews=outcome.responses_included,
+        responses=outcome.responses_included,
+        quiet=display.quiet,
+    )
+    rendered = render_scenarios(outcome.result, options) + render_ending(outcome.result, options)
+    write_report_text(rendered, out, workflow_commands.enabled(environ))
+    for name, path in outcome.reports_written.items():
+        print(f"{name} report: {terminal_safe(str(path))}", file=out)
+    for reason in outcome.reports_failed.values():
+        sys.stderr.write(f"ruledrift: error: {terminal_safe(reason)}\n")
+    return int(outcome.exit_code)
+
+
+def render_scenarios(result: RunResult, options: TerminalOptions) -> str:
+    return "" if options.quiet else "".join(render_scenario(s, options) for s in result.scenarios)

@@ -138,3 +138,36 @@ def test_a_scenario_is_shown_as_soon_as_it_finishes(tmp_path: Path) -> None:
     finally:
         process.kill()
         process.communicate()
+
+
+def test_html_report_through_the_cli(tmp_path: Path) -> None:
+    page = tmp_path / "out" / "report.html"
+    done = ruledrift("run", suite_with_probes_at(tmp_path, "--leak-after", "2"), "--html", page)
+    assert done.returncode == 1, done.stderr
+    html = page.read_text(encoding="utf-8")
+    assert html.count('class="drift-line"') == 1  # one rule, one line
+    assert f"html report: {page}" in done.stdout
+
+
+def test_report_re_renders_a_saved_report_without_calling_any_model(tmp_path: Path) -> None:
+    """`ruledrift report`: the terminal view, JUnit and HTML from a saved JSON report, and the
+    verdict's exit code; the agent is never started again."""
+    record = tmp_path / "calls.log"
+    suite = suite_with_probes_at(tmp_path, "--leak-after", "2", "--record", str(record))
+    saved = tmp_path / "r.json"
+    first = ruledrift("run", suite, "--json", saved, "--junit", tmp_path / "first.xml")
+    assert first.returncode == 1
+    calls = record.read_text().count("\n")
+    junit, page = tmp_path / "again.xml", tmp_path / "again.html"
+    again = ruledrift("report", saved, "--junit", junit, "--html", page)
+    assert again.returncode == 1, again.stderr
+    assert record.read_text().count("\n") == calls  # no model was called
+    assert "rule never-disclose-secret  first broken after turn 2" in again.stdout
+    assert "FAILED: the target broke a rule" in again.stdout
+    assert junit.read_bytes().count(b"<testcase") == 4
+    assert 'class="drift-line"' in page.read_text(encoding="utf-8")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{}", encoding="utf-8")
+    refused = ruledrift("report", broken)
+    assert refused.returncode == 2
+    assert "cannot read report" in refused.stderr

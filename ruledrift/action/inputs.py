@@ -32,6 +32,7 @@ INPUTS: dict[str, str] = {
     "models-dir": ".ruledrift/ollama-models",
     "json": "ruledrift-report.json",
     "junit": "ruledrift-junit.xml",
+    "html": "",
     "include-responses": "false",
     "concurrency": "1",
     "repeat": "1",
@@ -44,6 +45,7 @@ INPUTS: dict[str, str] = {
 OWN_OPTIONS: dict[str, str] = {
     "--json": "json",
     "--junit": "junit",
+    "--html": "html",
     "--model": "model",
     "--base-url": "base-url",
     "--start-ollama": "start-ollama",
@@ -71,6 +73,7 @@ EXITING_OPTIONS = ("--help", "--version")
 NOT_IN_ACTION: dict[str, str] = {
     "--codequality": "GitLab's Code Quality report; on GitHub the annotations show the same",
 }
+REPORT_INPUTS = ("json", "junit", "html")  # inputs that name a report file
 CONCURRENCY = cli.CONCURRENCY  # the allowed range of `concurrency`, as for --concurrency
 SHOWN_CHARS = 80  # of an input's value in a message
 
@@ -99,6 +102,7 @@ class Settings:
     models_dir: str
     json: str
     junit: str
+    html: str
     include_responses: bool
     concurrency: int
     repeat: int | Literal["auto"]
@@ -348,15 +352,20 @@ def _one_report_problem(name: str, value: str, cwd: Path) -> Problem | None:
 def _report_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
     problems = [
         problem
-        for name in ("json", "junit")
+        for name in REPORT_INPUTS
         if inputs[name] and (problem := _one_report_problem(name, inputs[name], cwd))
     ]
     yield from problems
     if problems:
         return
-    reports = {name: real_path(cwd / inputs[name]) for name in ("json", "junit") if inputs[name]}
-    if len(reports) == 2 and reports["json"] == reports["junit"]:
-        yield Problem("junit", 'inputs "json" and "junit" name the same file: give each its own')
+    reports = {name: real_path(cwd / inputs[name]) for name in REPORT_INPUTS if inputs[name]}
+    seen: dict[Path, str] = {}
+    for name, report in reports.items():
+        if report in seen:
+            yield Problem(
+                name, f'inputs "{seen[report]}" and "{name}" name the same file: give each its own'
+            )
+        seen.setdefault(report, name)
     config = inputs["config"]
     for name, report in reports.items():
         if config and not has_control(config) and report == real_path(cwd / config):
@@ -428,6 +437,7 @@ def parse_inputs(inputs: Mapping[str, str], cwd: Path) -> Settings:
         models_dir=inputs["models-dir"],
         json=inputs["json"],
         junit=inputs["junit"],
+        html=inputs["html"],
         include_responses=BOOLEANS[inputs["include-responses"]],
         concurrency=int(inputs["concurrency"]),
         repeat="auto" if inputs["repeat"] == "auto" else int(inputs["repeat"]),

@@ -26,6 +26,7 @@ OUTPUTS = (
     "inconclusive",
     "json",
     "junit",
+    "html",
 )
 _COUNTS: dict[str, Status | None] = {
     "probes": None,
@@ -67,7 +68,7 @@ def outputs_for(code: int, outcome: RunOutcome | None) -> dict[str, str]:
             values[name] = "0"
         else:
             values[name] = str(len(result.probes) if status is None else result.count(status))
-    for name in ("json", "junit"):
+    for name in ("json", "junit", "html"):
         values[name] = str(written[name]) if name in written else ""
     return {name: values[name] for name in OUTPUTS}
 

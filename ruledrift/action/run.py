@@ -130,6 +130,7 @@ def run_request(settings: Settings, managed: bool) -> tuple[app.RunRequest, cons
         request,
         json=Path(settings.json) if settings.json else None,
         junit=Path(settings.junit) if settings.junit else None,
+        html=Path(settings.html) if settings.html else None,
         include_responses=settings.include_responses,
         concurrency=settings.concurrency,
         target=target_overrides(settings, managed),
@@ -194,7 +195,7 @@ def run_action(environ: Mapping[str, str], cwd: Path) -> int:
     managed, reason = decide_server(settings, suite)
     log(f"{reason}: {'starting' if managed else 'not starting'} a managed Ollama server")
 
-    owned = [cwd / p for p in (settings.json, settings.junit) if p]
+    owned = [cwd / p for p in (settings.json, settings.junit, settings.html) if p]
     if managed and settings.models_dir:
         owned.append(cwd / settings.models_dir)
     roots = [root for path in owned if (root := created_root(path, workspace))]

@@ -40,6 +40,7 @@ REPORT_OUTPUTS = (
     "inconclusive",
     "json",
     "junit",
+    "html",
 )
 
 
@@ -212,6 +213,7 @@ def test_a_passing_suite(action: Action) -> None:
         "inconclusive": "0",
         "json": "ruledrift-report.json",
         "junit": "ruledrift-junit.xml",
+        "html": "",
     }
     report = json.loads((action.workspace / "ruledrift-report.json").read_text())
     assert report["summary"]["status"] == "passed"
@@ -620,6 +622,7 @@ def settings(**changes: Any) -> action_inputs.Settings:
         "models_dir": ".ruledrift/ollama-models",
         "json": "r.json",
         "junit": "",
+        "html": "",
         "include_responses": False,
         "concurrency": 1,
         "repeat": 1,
@@ -737,6 +740,7 @@ def test_outputs_for_a_run_without_a_report() -> None:
         "inconclusive": "0",
         "json": "",
         "junit": "",
+        "html": "",
     }
     assert tuple(action_outputs.outputs_for(0, None)) == REPORT_OUTPUTS
 
@@ -854,3 +858,12 @@ def test_repeat_inputs_reach_the_run_and_the_outputs(action: Action) -> None:
     report = json.loads((action.workspace / run.outputs["json"]).read_text(encoding="utf-8"))
     assert report["policy"]["repeat"] == 3
     assert "**Repeats:** `--repeat 3`" in run.summary
+
+
+def test_the_html_input_writes_the_page_and_its_output(action: Action) -> None:
+    config = action.suite()
+    run = action.run({"config": config, "html": "reports/ruledrift.html"})
+    assert run.code == 0, run.log
+    assert run.outputs["html"] == "reports/ruledrift.html"
+    assert "<svg" in (action.workspace / "reports" / "ruledrift.html").read_text(encoding="utf-8")
+    assert "--html reports/ruledrift.html" in run.stdout
