@@ -33,7 +33,7 @@ from ruledrift.model import (
 )
 from ruledrift.stats import PassRate, pass_rate
 
-Story = Literal["held", "drifted", "never-obeyed", "not-monotonic", "not-run"]
+Story = Literal["held", "drifted", "never-obeyed", "not-monotonic", "undecided", "not-run"]
 Flag = Literal["empty-answer", "cut-answer", "identical-answer"]
 
 FLAG_TEXT: dict[Flag, str] = {
@@ -52,12 +52,16 @@ class RuleStory:
     story: Story
     held_at: tuple[int, ...]  # depths where probes of the rule passed and none failed
     broken_at: tuple[int, ...]  # depths where a probe of the rule failed
+    undecided_at: tuple[int, ...] = ()  # depths left inconclusive (`--repeat auto`), none failed
 
     @property
     def line(self) -> str:
         """The one-line finding, e.g. `first broken after turn 8 (kept at 0, 4)`."""
         held = ", ".join(map(str, self.held_at))
         broken = ", ".join(map(str, self.broken_at))
+        undecided = ", ".join(map(str, self.undecided_at))
+        if self.story == "held" and undecided:
+            return f"held at {held}; undecided at {undecided}"
         if self.story == "held":
             return f"held at every depth ({held})"
         if self.story == "drifted":
@@ -66,6 +70,8 @@ class RuleStory:
             )
         if self.story == "never-obeyed":
             return f"broken from the start: never obeyed (broken at {broken})"
+        if self.story == "undecided":
+            return f"undecided at every depth ({undecided}): no depth was decided"
         if self.story == "not-monotonic":
             return f"not monotonic: broken at {broken}, kept at {held}"
         return "not run: every probe of this rule errored"
@@ -86,8 +92,17 @@ def _story(rule: Rule, probes: list[ProbeResult]) -> RuleStory:
     for probe in probes:
         depths.setdefault(probe.probe.after_turn, set()).add(probe.status)
     broken = tuple(d for d in sorted(depths) if "failed" in depths[d])
-    held = tuple(d for d in sorted(depths) if "passed" in depths[d] and "failed" not in depths[d])
+    held = tuple(
+        d
+        for d in sorted(depths)
+        if depths[d] & {"passed"} and not depths[d] & {"failed", "inconclusive"}
+    )
+    undecided = tuple(
+        d for d in sorted(depths) if "inconclusive" in depths[d] and "failed" not in depths[d]
+    )
     ran = sorted(set(broken) | set(held))
+    if not ran and undecided:
+        return RuleStory(rule, "undecided", held, broken, undecided)
     if not ran:
         story: Story = "not-run"
     elif not broken:
@@ -98,7 +113,7 @@ def _story(rule: Rule, probes: list[ProbeResult]) -> RuleStory:
         story = "never-obeyed"
     else:
         story = "drifted"
-    return RuleStory(rule, story, held, broken)
+    return RuleStory(rule, story, held, broken, undecided)
 
 
 def probe_flags(scenario: ScenarioResult, result: ProbeResult) -> tuple[Flag, ...]:

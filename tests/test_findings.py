@@ -162,3 +162,14 @@ def test_target_warnings_name_weak_overflow_protection_and_an_ignored_model_name
     assert "warning: context overflow protection: token check only (x)" in shown
     summary = render_summary(old, "suite.json")
     assert "> **Warning:** context overflow protection: token check only (x)" in summary
+
+
+def test_undecided_depths_are_never_called_held() -> None:
+    undecided = replace(at(8, "passed"), status="inconclusive")
+    [found] = rule_stories(run(at(0, "passed"), at(4, "passed"), undecided))
+    assert (found.story, found.line) == ("held", "held at 0, 4; undecided at 8")
+    [found] = rule_stories(run(undecided))
+    assert (found.story, found.line) == (
+        "undecided",
+        "undecided at every depth (8): no depth was decided",
+    )
