@@ -29,11 +29,13 @@ from ruledrift.adapters.registry import adapter_type, create_adapter
 from ruledrift.adapters.transport import url_problem
 from ruledrift.config import load_suite
 from ruledrift.errors import AdapterError, ExitCode, ReportError, UsageError
+from ruledrift.merge import merge_results
 from ruledrift.model import (
     AdapterConfig,
     RunResult,
     Scenario,
     ScenarioResult,
+    ShardInfo,
     Suite,
     TargetInfo,
     VerdictPolicy,
@@ -52,6 +54,7 @@ from ruledrift.shards import Shard, shard_of
 
 __all__ = [
     "REPORTERS",
+    "MergeRequest",
     "PullOutcome",
     "PullRequest",
     "ReportOutcome",
@@ -63,6 +66,7 @@ __all__ = [
     "SilentObserver",
     "TargetOverrides",
     "exit_code",
+    "merge",
     "pull",
     "report",
     "run",
@@ -331,6 +335,7 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
     suite = load_suite(request.config)
     scenarios = select_scenarios(suite, request.scenarios)
     policy = request.policy
+    selected_scenarios = scenarios
     if request.shard is not None:
         runs_each = policy.repeat if isinstance(policy.repeat, int) else 1
         selected = len(scenarios)
@@ -357,12 +362,19 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
         )
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
-        result = asyncio.run(_execute(suite, config, request, scenarios, observer))
+        probes = sum(len(s.probes) for s in selected_scenarios)
+        result = asyncio.run(_execute(suite, config, request, scenarios, observer, probes))
     finally:
         observer.run_stopped()
         _restore_sigterm(sigterm)
     if request.shard is not None:
-        result = dataclasses.replace(result, shard=(request.shard.index, request.shard.total))
+        shard = ShardInfo(
+            request.shard.index,
+            request.shard.total,
+            scenarios=tuple(s.id for s in selected_scenarios),
+            rules=tuple(r.id for r in suite.rules),
+        )
+        result = dataclasses.replace(result, shard=shard)
     written, failed = write_reports(result, reports, request.include_responses)
     code = exit_code(result, reports_failed=bool(failed))
     return RunOutcome(request, result, code, written, failed)
@@ -421,6 +433,7 @@ class ReportOutcome:
     exit_code: ExitCode
     reports_written: dict[str, Path]
     reports_failed: dict[str, str] = field(default_factory=dict)
+    missing_shards: tuple[int, ...] = ()  # `merge --allow-partial`: shards not given
 
 
 def report(request: ReportRequest) -> ReportOutcome:
@@ -432,6 +445,49 @@ def report(request: ReportRequest) -> ReportOutcome:
     written, failed = write_reports(saved.result, reports, saved.responses_included)
     code = exit_code(saved.result, reports_failed=bool(failed))
     return ReportOutcome(request, saved.result, saved.responses_included, code, written, failed)
+
+
+@dataclass(frozen=True)
+class MergeRequest:
+    """`ruledrift merge`: the JSON reports of a sharded run combined into one."""
+
+    reports: tuple[Path, ...]
+    json: Path | None = None
+    junit: Path | None = None
+    html: Path | None = None
+    codequality: Path | None = None
+    allow_partial: bool = False
+
+    def outputs(self) -> dict[str, Path]:
+        paths = {
+            "json": self.json,
+            "junit": self.junit,
+            "html": self.html,
+            "codequality": self.codequality,
+        }
+        return {name: path for name, path in paths.items() if path is not None}
+
+
+def merge(request: MergeRequest) -> ReportOutcome:
+    """Merge shard reports (refusing reports that do not belong together, exit 2), write the
+    merged reports, and give the merged verdict's exit code."""
+    saved = [(shown(path), read_report(path)) for path in request.reports]
+    merged = merge_results(
+        [(name, s.result) for name, s in saved], allow_partial=request.allow_partial
+    )
+    responses = all(s.responses_included for _, s in saved)
+    outputs = request.outputs()
+    seen = {report_target(p): p for p in request.reports}
+    for option, path in outputs.items():
+        problem = report_path_problem(path)
+        if problem:
+            raise UsageError(f"--{option} {shown(path)}: {problem}")
+        if report_target(path) in seen:
+            raise UsageError(f"--{option} {shown(path)}: would overwrite a report being merged")
+    written, failed = write_reports(merged.result, outputs, responses)
+    code = exit_code(merged.result, reports_failed=bool(failed))
+    summary = ReportRequest(request.reports[0], **{k: v for k, v in outputs.items()})
+    return ReportOutcome(summary, merged.result, responses, code, written, failed, merged.missing)
 
 
 def pull(request: PullRequest, observer: RunObserver | None = None) -> PullOutcome:
@@ -477,6 +533,7 @@ async def _run_adapter(
     observer: RunObserver,
     policy: VerdictPolicy,
     max_calls: int | None = None,
+    suite_probes: int | None = None,
 ) -> RunResult:
     regex = RegexEvaluator()
     try:
@@ -494,6 +551,7 @@ async def _run_adapter(
             events=observer,
             policy=policy,
             max_calls=max_calls,
+            suite_probes=suite_probes,
         )
     finally:
         try:
@@ -559,6 +617,7 @@ async def _execute(
     request: RunRequest,
     scenarios: Sequence[Scenario],
     observer: RunObserver,
+    suite_probes: int | None = None,
 ) -> RunResult:
     task = asyncio.current_task()
     if task is not None:  # SIGTERM (CI cancelling a job, docker stop) stops the run like Ctrl-C
@@ -575,6 +634,7 @@ async def _execute(
                 observer,
                 request.policy,
                 request.max_calls,
+                suite_probes,
             )
     except AdapterError as cause:  # the managed server did not start or could not pull
         observer.warning(f"the target could not start: {cause}")

@@ -232,6 +232,27 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--quiet", action="store_true", help="print only the summary")
     report.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
 
+    merge = commands.add_parser(
+        "merge",
+        help="combine the JSON reports of a sharded run (--shard K/N) into one; exits with the "
+        "merged verdict's code",
+    )
+    merge.add_argument("reports", metavar="REPORT", nargs="+", help="the shards' JSON reports")
+    for option, what in (
+        ("--json", "the merged JSON report"),
+        ("--junit", "the merged JUnit XML report"),
+        ("--html", "the merged HTML report"),
+        ("--codequality", "a GitLab Code Quality report"),
+    ):
+        merge.add_argument(option, metavar="PATH", help=f"write {what} to PATH")
+    merge.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="merge even when shards are missing (the output says which)",
+    )
+    merge.add_argument("--quiet", action="store_true", help="print only the summary")
+    merge.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
+
     validate = commands.add_parser("validate", help="check a suite without running it")
     validate.add_argument("config", metavar="CONFIG", help="the suite (a JSON file)")
 
@@ -329,6 +350,21 @@ def _report(args: argparse.Namespace) -> int:
     return console.report(request, display, os.environ)
 
 
+def _merge(args: argparse.Namespace) -> int:
+    from ruledrift import app, console
+
+    request = app.MergeRequest(
+        tuple(Path(p) for p in args.reports),
+        json=Path(args.json) if args.json else None,
+        junit=Path(args.junit) if args.junit else None,
+        html=Path(args.html) if args.html else None,
+        codequality=Path(args.codequality) if args.codequality else None,
+        allow_partial=args.allow_partial,
+    )
+    display = console.Display(quiet=args.quiet, no_color=args.no_color)
+    return console.merge(request, display, os.environ)
+
+
 def _schema(args: argparse.Namespace) -> int:
     from ruledrift.config import schema_text
 
@@ -339,6 +375,7 @@ def _schema(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": _run,
     "report": _report,
+    "merge": _merge,
     "validate": _validate,
     "pull": _pull,
     "schema": _schema,

@@ -222,7 +222,20 @@ def show_failure(error: RuleDriftError, environ: Mapping[str, str]) -> None:
 
 def report(request: app.ReportRequest, display: Display, environ: Mapping[str, str]) -> int:
     """`ruledrift report`: the terminal view of a saved report, the files it re-rendered."""
-    outcome = app.report(request)
+    return show_saved(app.report(request), display, environ)
+
+
+def merge(request: app.MergeRequest, display: Display, environ: Mapping[str, str]) -> int:
+    """`ruledrift merge`: the merged run's terminal view and the files written."""
+    outcome = app.merge(request)
+    if outcome.missing_shards:
+        total = len(request.reports) + len(outcome.missing_shards)
+        missing = ", ".join(f"{k}/{total}" for k in outcome.missing_shards)
+        sys.stderr.write(f"ruledrift: warning: partial merge: shard(s) {missing} not given\n")
+    return show_saved(outcome, display, environ)
+
+
+def show_saved(outcome: app.ReportOutcome, display: Display, environ: Mapping[str, str]) -> int:
     out = sys.stdout
     tty = out.isatty()
     options = TerminalOptions(

@@ -278,6 +278,17 @@ class VerdictPolicy:
 
 
 @dataclass(frozen=True)
+class ShardInfo:
+    """Which shard a run was (`--shard K/N`), and the order of the whole selection, so that
+    `ruledrift merge` can put the shards' scenarios and rules back in config order."""
+
+    index: int
+    total: int
+    scenarios: tuple[str, ...]  # every selected scenario's id, in config order
+    rules: tuple[str, ...]  # every rule's id, in config order
+
+
+@dataclass(frozen=True)
 class RunResult:
     suite: Suite
     target: TargetInfo
@@ -286,7 +297,7 @@ class RunResult:
     scenarios: tuple[ScenarioResult, ...]
     interrupted: bool = False
     policy: VerdictPolicy = field(default_factory=VerdictPolicy)
-    shard: tuple[int, int] | None = None  # (K, N) of `--shard K/N`: this run holds shard K of N
+    shard: ShardInfo | None = None  # `--shard K/N`: this run holds shard K of N
 
     @property
     def probes(self) -> list[ProbeResult]:

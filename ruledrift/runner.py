@@ -58,6 +58,8 @@ class CallBudget:
                 f"not run: the budget of {self.limit} model call(s) (--max-calls) was used up"
             )
         self.used += 1
+
+
 ERROR_MAX_CHARS = 2000  # an error message as stored, like the command adapter's stderr tail
 
 
@@ -272,6 +274,7 @@ async def run_suite(
     events: Events | None = None,
     policy: VerdictPolicy | None = None,
     max_calls: int | None = None,
+    suite_probes: int | None = None,
 ) -> RunResult:
     """Run `scenarios` (default: all, in config order), each as often as `policy` says (once by
     default), every run in one pool of `concurrency`. Never raises AdapterError: a call that
@@ -284,7 +287,9 @@ async def run_suite(
     chosen = tuple(suite.scenarios if scenarios is None else scenarios)
     design = None
     if policy.repeat == "auto":
-        design = sequential_design(policy, sum(len(s.probes) for s in chosen))
+        # the false-alarm bound is split over the whole selection, also for one shard of it,
+        # so that shards decide exactly as one unsharded run would
+        design = sequential_design(policy, suite_probes or sum(len(s.probes) for s in chosen))
     books = [_ScenarioRuns(s, policy, design) for s in chosen]
     budget = CallBudget(max_calls)
 

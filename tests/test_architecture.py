@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runner", ("runner", "verdicts")),
     ("findings", ("findings",)),
     ("reports", ("reports",)),
-    ("application", ("app", "shards")),
+    ("application", ("app", "shards", "merge")),
     ("console", ("console", "output")),
     ("front-ends", ("cli", "__main__", "action")),
 )

@@ -69,6 +69,7 @@ from ruledrift.model import (
     Scenario,
     ScenarioResult,
     Severity,
+    ShardInfo,
     Suite,
     TargetInfo,
     VerdictPolicy,
@@ -434,6 +435,7 @@ def _build(report: dict[str, Any], source: str) -> SavedReport:
         scenarios=scenarios,
         interrupted=report["summary"]["interrupted"],
         policy=_policy(report.get("policy")),
+        shard=_shard(report["suite"].get("shard")),
     )
     return SavedReport(result, report["responsesIncluded"], report["tool"]["version"])
 
@@ -604,4 +606,15 @@ def _policy(rendered: dict[str, Any] | None) -> VerdictPolicy:
         alpha=rendered.get("alpha", default.alpha),
         beta=rendered.get("beta", default.beta),
         inconclusive_passes=rendered["inconclusive"] == "pass",
+    )
+
+
+def _shard(rendered: dict[str, Any] | None) -> ShardInfo | None:
+    if rendered is None:
+        return None
+    return ShardInfo(
+        rendered["index"],
+        rendered["total"],
+        tuple(rendered["scenarios"]),
+        tuple(rendered["rules"]),
     )

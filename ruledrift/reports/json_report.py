@@ -36,7 +36,14 @@ def render_json(result: RunResult, *, include_responses: bool) -> bytes:
             "config": str(result.suite.path),
             "configSha256": result.suite.sha256,
             **(
-                {"shard": {"index": result.shard[0], "total": result.shard[1]}}
+                {
+                    "shard": {
+                        "index": result.shard.index,
+                        "total": result.shard.total,
+                        "scenarios": list(result.shard.scenarios),
+                        "rules": list(result.shard.rules),
+                    }
+                }
                 if result.shard
                 else {}
             ),
