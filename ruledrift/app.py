@@ -27,6 +27,7 @@ from ruledrift.adapters.base import Adapter
 from ruledrift.adapters.ollama import OllamaAdapterConfig
 from ruledrift.adapters.registry import adapter_type, create_adapter
 from ruledrift.adapters.transport import url_problem
+from ruledrift.comparison import ComparisonResult, compare_runs
 from ruledrift.config import load_suite
 from ruledrift.errors import AdapterError, ExitCode, ReportError, UsageError
 from ruledrift.merge import merge_results
@@ -44,6 +45,7 @@ from ruledrift.ollama.api import PullProgress, ensure_model
 from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_models_dir
 from ruledrift.regex_workers import RegexEvaluator
 from ruledrift.reports.codequality import render_codequality
+from ruledrift.reports.comparison import render_comparison_json, render_comparison_markdown
 from ruledrift.reports.files import report_path_problem, report_target, shown, write_atomic
 from ruledrift.reports.html import render_html
 from ruledrift.reports.json_load import read_report
@@ -54,6 +56,8 @@ from ruledrift.shards import Shard, shard_of
 
 __all__ = [
     "REPORTERS",
+    "CompareOutcome",
+    "CompareRequest",
     "MergeRequest",
     "PullOutcome",
     "PullRequest",
@@ -65,6 +69,7 @@ __all__ = [
     "RunRequest",
     "SilentObserver",
     "TargetOverrides",
+    "compare",
     "exit_code",
     "merge",
     "pull",
@@ -488,6 +493,48 @@ def merge(request: MergeRequest) -> ReportOutcome:
     code = exit_code(merged.result, reports_failed=bool(failed))
     summary = ReportRequest(request.reports[0], **{k: v for k, v in outputs.items()})
     return ReportOutcome(summary, merged.result, responses, code, written, failed, merged.missing)
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """`ruledrift compare BASE.json HEAD.json`."""
+
+    base: Path
+    head: Path
+    markdown: Path | None = None
+    json: Path | None = None
+    fail_on_regression: bool = False
+
+
+@dataclass(frozen=True)
+class CompareOutcome:
+    request: CompareRequest
+    comparison: ComparisonResult
+    exit_code: ExitCode
+    written: dict[str, Path]
+
+
+def compare(request: CompareRequest) -> CompareOutcome:
+    """Compare the head's report with its base's. The exit code is the head's own verdict's;
+    with `fail_on_regression`, also 1 when a probe is significantly worse (Holm-adjusted)."""
+    base, head = read_report(request.base).result, read_report(request.head).result
+    result = compare_runs(base, head)
+    outputs = {
+        name: path
+        for name, path in (("markdown", request.markdown), ("json", request.json))
+        if path is not None
+    }
+    check_reports(outputs, request.head)
+    renderers = {
+        "markdown": lambda: render_comparison_markdown(result).encode(),
+        "json": lambda: render_comparison_json(result),
+    }
+    for name, path in outputs.items():
+        write_atomic(path, renderers[name]())
+    code = exit_code(head)
+    if request.fail_on_regression and result.regressions and code == ExitCode.PASSED:
+        code = ExitCode.FAILED
+    return CompareOutcome(request, result, code, outputs)
 
 
 def pull(request: PullRequest, observer: RunObserver | None = None) -> PullOutcome:

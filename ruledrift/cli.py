@@ -253,6 +253,21 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--quiet", action="store_true", help="print only the summary")
     merge.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
 
+    compare = commands.add_parser(
+        "compare",
+        help="compare a head report with its base: pass rates, intervals and exact tests per "
+        "probe; exits with the head's verdict's code",
+    )
+    compare.add_argument("base", metavar="BASE", help="the base's JSON report (e.g. from main)")
+    compare.add_argument("head", metavar="HEAD", help="the head's JSON report")
+    compare.add_argument("--markdown", metavar="PATH", help="write the comparison as Markdown")
+    compare.add_argument("--json", metavar="PATH", help="write the comparison as JSON")
+    compare.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="also exit 1 when a probe is significantly worse than in the base",
+    )
+
     validate = commands.add_parser("validate", help="check a suite without running it")
     validate.add_argument("config", metavar="CONFIG", help="the suite (a JSON file)")
 
@@ -365,6 +380,19 @@ def _merge(args: argparse.Namespace) -> int:
     return console.merge(request, display, os.environ)
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from ruledrift import app, console
+
+    request = app.CompareRequest(
+        Path(args.base),
+        Path(args.head),
+        markdown=Path(args.markdown) if args.markdown else None,
+        json=Path(args.json) if args.json else None,
+        fail_on_regression=args.fail_on_regression,
+    )
+    return console.compare(request)
+
+
 def _schema(args: argparse.Namespace) -> int:
     from ruledrift.config import schema_text
 
@@ -376,6 +404,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": _run,
     "report": _report,
     "merge": _merge,
+    "compare": _compare,
     "validate": _validate,
     "pull": _pull,
     "schema": _schema,

@@ -19,6 +19,7 @@ from ruledrift.errors import ConfigError, RuleDriftError, UsageError
 from ruledrift.model import ProbeResult, RunResult, Scenario, ScenarioResult, Suite
 from ruledrift.ollama.api import PullProgress
 from ruledrift.reports import github, workflow_commands
+from ruledrift.reports.comparison import render_comparison_text
 from ruledrift.reports.job_summary import append_summary
 from ruledrift.reports.not_run import render_not_run_annotations, render_not_run_summary
 from ruledrift.reports.pull_progress import PullProgressPrinter
@@ -255,3 +256,12 @@ def show_saved(outcome: app.ReportOutcome, display: Display, environ: Mapping[st
 
 def render_scenarios(result: RunResult, options: TerminalOptions) -> str:
     return "" if options.quiet else "".join(render_scenario(s, options) for s in result.scenarios)
+
+
+def compare(request: app.CompareRequest) -> int:
+    """`ruledrift compare`: the comparison on stdout, the files written."""
+    outcome = app.compare(request)
+    sys.stdout.write(render_comparison_text(outcome.comparison))
+    for name, path in outcome.written.items():
+        print(f"{name} comparison: {terminal_safe(str(path))}")
+    return int(outcome.exit_code)

@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("targets", ("adapters", "ollama")),
     ("suite file", ("config",)),
     ("runner", ("runner", "verdicts")),
-    ("findings", ("findings",)),
+    ("findings", ("findings", "comparison")),
     ("reports", ("reports",)),
     ("application", ("app", "shards", "merge")),
     ("console", ("console", "output")),

@@ -32,7 +32,7 @@ def suite(tmp_path: Path, *agent_args: str, scenarios: int = 5) -> Path:
 def comparable(path: Path) -> dict[str, Any]:
     """A JSON report without what differs between runs (times) or between a merge and an
     unsharded run by design (the shard)."""
-    report = json.loads(path.read_text(encoding="utf-8"))
+    report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     report.pop("startedAt")
     report.pop("durationMs")
     report["suite"].pop("shard", None)
@@ -71,9 +71,8 @@ def test_merged_shards_equal_an_unsharded_run(tmp_path: Path, args: tuple[str, .
 def test_reports_that_do_not_belong_together_are_refused(tmp_path: Path) -> None:
     path = suite(tmp_path)
     one, two = sharded(tmp_path, path, 2)
-    other = suite(
-        tmp_path / "other" if (tmp_path / "other").mkdir() is None else tmp_path, "--answer", "x"
-    )
+    (tmp_path / "other").mkdir()
+    other = suite(tmp_path / "other", "--answer", "x")
     foreign = tmp_path / "foreign.json"
     ruledrift("run", other, "--shard", "2/2", "--json", foreign)
     whole = tmp_path / "whole.json"
