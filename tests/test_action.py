@@ -43,6 +43,9 @@ PINS = {
     "actions/setup-python": "5fda3b95a4ea91299a34e894583c3862153e4b97 # v7.0.0",
     "actions/cache": "27d5ce7f107fe9357f9df03efb73ab90386fccae # v5.0.5",
     "actions/upload-artifact": "bbbca2ddaa5d8feaa63e36b76fdaad77386f024f # v7.0.0",
+    # used by the examples only (examples/github): the sharded merge and the PR comment
+    "actions/download-artifact": "3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c # v8.0.1",
+    "marocchino/sticky-pull-request-comment": "773744901bac0e8cbb5a0dc842800d45e9b2b405 # v2.9.4",
     "actions/attest-build-provenance": "a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0",
     "docker/setup-qemu-action": "96fe6ef7f33517b61c61be40b68a1882f3264fb8 # v4.2.0",
     "docker/setup-buildx-action": "37fe631027851001ddb9b187196cc803df7f5f0e # v4.3.0",
@@ -428,7 +431,13 @@ def test_the_gitlab_example_clears_the_entrypoint_and_reports_junit() -> None:
     for name, job in jobs.items():
         assert job["image"]["entrypoint"] == [""], name
         assert job["artifacts"]["when"] == "always", name
-        assert job["artifacts"]["reports"]["junit"] == "ruledrift-junit.xml", name
+        reports = job["artifacts"]["reports"]
+        if name == "ruledrift-sharded":
+            assert reports["junit"] == "shard-*.xml"
+        elif name == "ruledrift-merge":  # the shards' JUnit reports went up already
+            assert reports["codequality"] == "gl-code-quality.json"
+        else:
+            assert reports["junit"] == "ruledrift-junit.xml", name
 
 
 @pytest.mark.parametrize(("config", "code"), [("passing", 0), ("demo", 1)])
@@ -465,3 +474,54 @@ def test_the_model_jobs_expect_the_probes_their_scenario_has(job_name: str) -> N
     assert suite.adapter.type == "ollama"
     checks = "\n".join(s.get("run", "") for s in job["steps"])
     assert f'test "$PROBES" = {len(scenario.probes)}' in checks
+
+
+# --- sharding, merging and comparing in CI (examples/github, examples/gitlab-ci.yml) ------------
+
+
+@pytest.mark.parametrize("name", ["sharded.yml", "compare.yml"])
+def test_the_github_examples_are_valid_workflows(name: str) -> None:
+    done = check_jsonschema(
+        "--builtin-schema", "vendor.github-workflows", f"examples/github/{name}"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_github_examples_are_clean_under_zizmor_pedantic(tmp_path: Path) -> None:
+    """zizmor audits workflows where GitHub keeps them: a copy under .github/workflows."""
+    workflows = tmp_path / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    for example in (ROOT / "examples" / "github").glob("*.yml"):
+        (workflows / example.name).write_bytes(example.read_bytes())
+    done = subprocess.run(
+        [
+            tool("zizmor", "zizmor"),
+            "--persona=pedantic",
+            "--offline",
+            "--no-progress",
+            str(workflows),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_sharded_examples_merge_every_shard() -> None:
+    sharded = load_yaml(ROOT / "examples" / "github" / "sharded.yml")["jobs"]
+    shards = sharded["shard"]["strategy"]["matrix"]["shard"]
+    total = len(shards)
+    assert shards == [f"{k}/{total}" for k in range(1, total + 1)]
+    assert "ruledrift merge" in "\n".join(s.get("run", "") for s in sharded["merge"]["steps"])
+    gitlab = load_yaml(ROOT / "examples" / "gitlab-ci.yml")
+    assert "--shard auto" in " ".join(gitlab["ruledrift-sharded"]["script"])
+    assert gitlab["ruledrift-merge"]["needs"] == ["ruledrift-sharded"]
+
+
+def test_the_comparison_example_writes_only_where_it_must() -> None:
+    jobs = load_yaml(ROOT / "examples" / "github" / "compare.yml")["jobs"]
+    assert jobs["comment"]["permissions"] == {"pull-requests": "write"}
+    assert all("checkout" not in s.get("uses", "") for s in jobs["comment"]["steps"])
+    assert jobs["drift"]["permissions"]["contents"] == "read"

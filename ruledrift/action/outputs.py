@@ -27,6 +27,7 @@ OUTPUTS = (
     "json",
     "junit",
     "html",
+    "regressions",
 )
 _COUNTS: dict[str, Status | None] = {
     "probes": None,
@@ -58,8 +59,11 @@ def report_problems(problems: Sequence[Problem], summary_file: str) -> None:
             summary.write("\n".join(lines) + "\n")
 
 
-def outputs_for(code: int, outcome: RunOutcome | None) -> dict[str, str]:
-    """The step outputs, from the run's outcome (None: nothing ran)."""
+def outputs_for(
+    code: int, outcome: RunOutcome | None, regressions: int | None = None
+) -> dict[str, str]:
+    """The step outputs, from the run's outcome (None: nothing ran); `regressions`: probes
+    significantly worse than the `baseline` input's (None: no comparison)."""
     result = outcome.result if outcome else None
     written = outcome.reports_written if outcome else {}
     values = {"exit-code": str(code), "status": result.status if result else "error"}
@@ -70,6 +74,7 @@ def outputs_for(code: int, outcome: RunOutcome | None) -> dict[str, str]:
             values[name] = str(len(result.probes) if status is None else result.count(status))
     for name in ("json", "junit", "html"):
         values[name] = str(written[name]) if name in written else ""
+    values["regressions"] = "" if regressions is None else str(regressions)
     return {name: values[name] for name in OUTPUTS}
 
 

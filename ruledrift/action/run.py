@@ -23,12 +23,16 @@ from ruledrift.action.inputs import InputError, Settings, parse_inputs, read_inp
 from ruledrift.action.outputs import outputs_for, report_problems, write_outputs
 from ruledrift.adapters.ollama import OllamaAdapterConfig
 from ruledrift.adapters.transport import is_loopback
+from ruledrift.comparison import compare_runs
 from ruledrift.config import load_suite
 from ruledrift.errors import ExitCode, RuleDriftError
 from ruledrift.model import Suite
 from ruledrift.ollama.api import server_answers
+from ruledrift.reports.comparison import render_comparison_markdown
+from ruledrift.reports.job_summary import append_summary
+from ruledrift.reports.json_load import read_report
 from ruledrift.reports.workflow_commands import workflow_command
-from ruledrift.text import markdown_inline
+from ruledrift.text import markdown_inline, terminal_safe
 
 PROBE_TIMEOUT_S = 2.0
 
@@ -204,12 +208,35 @@ def run_action(environ: Mapping[str, str], cwd: Path) -> int:
         roots += [root for root in [created_root(Path(home, ".ollama"), Path(home))] if root]
 
     code, outcome = int(ExitCode.INTERNAL), None  # the outputs if anything below raised
+    regressions: int | None = None
     try:
         code, outcome = _pull_then_run(settings, suite, managed)
         hint = container_hint(settings, suite, managed, code, outcome)
         if hint:
             explain_container(hint, environ.get("GITHUB_STEP_SUMMARY", ""))
+        if settings.baseline and outcome is not None:
+            regressions = compare_with_baseline(
+                Path(settings.baseline), outcome, environ.get("GITHUB_STEP_SUMMARY", "")
+            )
     finally:
-        write_outputs(outputs_file, outputs_for(code, outcome))
+        write_outputs(outputs_file, outputs_for(code, outcome, regressions))
         give_back(roots, workspace)
     return code
+
+
+def compare_with_baseline(baseline: Path, outcome: app.RunOutcome, summary_file: str) -> int | None:
+    """The run compared with a base report (e.g. the latest from main): a "compared with base"
+    section in the job summary, and the number of significantly worse probes (None when the
+    base report cannot be read: said in the log, the run's own verdict stands)."""
+    try:
+        base = read_report(baseline).result
+    except RuleDriftError as error:
+        log(f"baseline not compared: {terminal_safe(str(error))}")
+        return None
+    comparison = compare_runs(base, outcome.result)
+    log(
+        f"compared with {terminal_safe(str(baseline))}: {len(comparison.regressions)} regression(s)"
+    )
+    if summary_file:
+        append_summary(Path(summary_file), render_comparison_markdown(comparison) + "\n")
+    return len(comparison.regressions)

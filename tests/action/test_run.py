@@ -41,6 +41,7 @@ REPORT_OUTPUTS = (
     "json",
     "junit",
     "html",
+    "regressions",
 )
 
 
@@ -214,6 +215,7 @@ def test_a_passing_suite(action: Action) -> None:
         "json": "ruledrift-report.json",
         "junit": "ruledrift-junit.xml",
         "html": "",
+        "regressions": "",
     }
     report = json.loads((action.workspace / "ruledrift-report.json").read_text())
     assert report["summary"]["status"] == "passed"
@@ -628,6 +630,7 @@ def settings(**changes: Any) -> action_inputs.Settings:
         "repeat": 1,
         "min_pass_rate": None,
         "shard": None,
+        "baseline": "",
         "args": (),
     }
     return action_inputs.Settings(**{**base, **changes})
@@ -741,6 +744,7 @@ def test_outputs_for_a_run_without_a_report() -> None:
         "json": "",
         "junit": "",
         "html": "",
+        "regressions": "",
     }
     assert tuple(action_outputs.outputs_for(0, None)) == REPORT_OUTPUTS
 
@@ -867,3 +871,21 @@ def test_the_html_input_writes_the_page_and_its_output(action: Action) -> None:
     assert run.outputs["html"] == "reports/ruledrift.html"
     assert "<svg" in (action.workspace / "reports" / "ruledrift.html").read_text(encoding="utf-8")
     assert "--html reports/ruledrift.html" in run.stdout
+
+
+def test_a_baseline_gives_the_summary_a_comparison_and_the_regressions_output(
+    action: Action,
+) -> None:
+    base = action.suite()
+    first = action.run({"config": base, "repeat": "20", "json": "base.json"})
+    assert first.code == 0, first.log
+    action.suite("--leak-probability", "0.6")
+    run = action.run(
+        {"config": base, "repeat": "20", "min-pass-rate": "0.1", "baseline": "base.json"}
+    )
+    assert run.code == 0, run.log  # the head's own verdict decides the step
+    assert int(run.outputs["regressions"]) >= 1
+    assert "## RuleDrift compared with base: 🔻 worse than base" in run.summary
+    missing = action.run({"config": base, "baseline": "no-such-report.json"})
+    assert missing.outputs["regressions"] == ""
+    assert "baseline not compared: cannot read report" in missing.stdout
