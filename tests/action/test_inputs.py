@@ -365,5 +365,14 @@ def test_the_shard_input(workspace: Path) -> None:
     problem = only_problem(workspace, shard="4/3")
     assert (problem.input, problem.message) == (
         "shard",
-        'input "shard": expected 1 <= K <= N <= 1000, got \'4/3\'',
+        "input \"shard\": expected 1 <= K <= N <= 1000, got '4/3'",
     )
+
+
+def test_the_baseline_input_must_lead_inside_the_workspace(workspace: Path, outside: Path) -> None:
+    assert parse(workspace, baseline="base/ruledrift-report.json").baseline == (
+        "base/ruledrift-report.json"
+    )
+    problem = only_problem(workspace, baseline=str(outside / "r.json"))
+    assert problem.input == "baseline"
+    assert "leads outside the workspace" in problem.message
