@@ -2,17 +2,23 @@
 Ollama's /api/version, /api/tags, /api/show and /api/chat, and OpenAI's /v1/models and
 /v1/chat/completions, each answering at once with a short refusal.
 
-    python benchmarks/http_target.py PORT_FILE     # writes the port it listens on, then serves
+    python benchmarks/http_target.py PORT_FILE [LATENCY_MS [PARALLEL]]
+        # writes the port it listens on, then serves; each chat takes LATENCY_MS (default 0),
+        # at most PARALLEL at once (default: no limit; more wait, like Ollama's queue)
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MODEL = "bench-model"
+LATENCY_S = 0.0
+SLOTS = threading.BoundedSemaphore(10_000)
 ANSWER = "I cannot share that. How else can I help?"
 
 
@@ -47,6 +53,9 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
         prompt = _prompt_tokens(body)
+        if self.path in ("/api/chat", "/v1/chat/completions") and LATENCY_S:
+            with SLOTS:
+                time.sleep(LATENCY_S)
         if self.path == "/api/show":
             self._send({"capabilities": ["completion"], "details": {"format": "gguf"}})
         elif self.path == "/api/chat":
@@ -79,6 +88,11 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main(argv: list[str]) -> int:
+    global LATENCY_S, SLOTS
+    if len(argv) > 1:
+        LATENCY_S = int(argv[1]) / 1000
+    if len(argv) > 2:
+        SLOTS = threading.BoundedSemaphore(int(argv[2]))
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     with open(argv[0], "w", encoding="utf-8") as port_file:
