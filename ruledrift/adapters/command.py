@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ruledrift.adapters.base import AdapterError, AdapterType, CallContext, Completion
-from ruledrift.adapters.processes import ChildOptions, describe_exit, kill_child, tied_child
+from ruledrift.adapters.processes import (
+    ChildOptions,
+    describe_exit,
+    exec_failure,
+    kill_child,
+    tied_child,
+)
 from ruledrift.model import Message, TargetInfo
 from ruledrift.text import cut_text, json_kind, repair_surrogates
 
@@ -131,6 +137,12 @@ class CommandAdapter:
         except _OutputTooLarge:
             problem = f"wrote more than {self._max_output:,} bytes to stdout (the limit)"
         else:
+            failed_exec = exec_failure(bytes(stderr)) if code in (126, 127) else None
+            if failed_exec is not None:  # setpriv, which execs the agent, could not
+                raise _error(
+                    f'could not start the agent command "{self._config.command}" in '
+                    f"{self._config.cwd}: {failed_exec}"
+                )
             return _answer(output, code, stderr)
         raise _error(f"the agent {problem} and was killed", stderr)
 
@@ -179,6 +191,7 @@ class CommandAdapter:
         to close the pipes. A spawn takes moments."""
         spawning = asyncio.ensure_future(
             asyncio.create_subprocess_exec(
+                *options.prefix,
                 *self._argv,
                 cwd=self._config.cwd,
                 stdin=PIPE,

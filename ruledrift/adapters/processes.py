@@ -5,8 +5,11 @@ the managed Ollama server; docs/command-adapter.md says what is killed when.
 
 A child started with the `ChildOptions` of `tied_child()` carries three ties:
 
-- a parent-death signal (`prctl(PR_SET_PDEATHSIG, SIGKILL)`, set between fork and exec): the
-  kernel kills the child as soon as RuleDrift dies, even by SIGKILL;
+- a parent-death signal (`prctl(PR_SET_PDEATHSIG, SIGKILL)`): the kernel kills the child as
+  soon as RuleDrift dies, even by SIGKILL. util-linux's `setpriv --pdeathsig KILL` sets it and
+  execs the child (the signal survives the exec), so the child is started by vfork, as any
+  child without a `preexec_fn`; where `setpriv` is missing, a `preexec_fn` sets it between fork
+  and exec (a full fork of RuleDrift: a few milliseconds of CPU per call);
 - a mark: a token of its own, added to `RULEDRIFT_MARKS` in its environment, which every process
   it starts inherits. `kill_marked(mark)` finds them in /proc wherever they went (a daemon that
   called setsid() left the process group, not the mark);
@@ -25,6 +28,7 @@ import ctypes
 import itertools
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -76,8 +80,9 @@ class ChildOptions:
     `kill_child(pid, mark)`."""
 
     env: dict[str, str]
-    preexec_fn: Callable[[], None] | None  # None where the kernel has no parent-death signal
+    preexec_fn: Callable[[], None] | None  # None where `prefix` sets it, or the kernel cannot
     mark: str
+    prefix: tuple[str, ...] = ()  # put in front of the child's argv: `setpriv --pdeathsig KILL --`
 
 
 def tied_child(env: Mapping[str, str] | None = None) -> ChildOptions:
@@ -91,20 +96,27 @@ def tied_child(env: Mapping[str, str] | None = None) -> ChildOptions:
     mark = f"{_watchdog.run}-{next(_counter)}"
     env = dict(os.environ if env is None else env)
     env[MARKS_VARIABLE] = " ".join([*env.get(MARKS_VARIABLE, "").split(), mark])
+    setpriv = _setpriv()
+    if setpriv is not None:
+        return ChildOptions(env, None, mark, (setpriv, "--pdeathsig", "KILL", "--"))
     return ChildOptions(env=env, preexec_fn=_parent_death_signal(), mark=mark)
 
 
 def kill_child(group: int, mark: str) -> None:
     """SIGKILL to the child's process group, then to every process that carries its mark."""
     kill_group(group)
-    kill_marked(mark)
+    kill_marked(mark, since=group)
 
 
-def kill_marked(mark: str) -> None:
+def kill_marked(mark: str, since: int | None = None) -> None:
     """SIGKILL to every process that carries `mark`, round after round until none is left (at
-    most a few rounds: a process forked while a round ran is found by the next one)."""
+    most a few rounds: a process forked while a round ran is found by the next one).
+
+    `since`: the pid of the child the mark was given to. Everything that carries the mark was
+    started after it, so has a higher pid, or, when pids wrapped around meanwhile, one up to
+    the last pid given: only those are read (most of /proc is older)."""
     for _ in range(_SWEEP_ROUNDS):
-        if not _kill_matching(lambda marks: mark in marks):
+        if not _kill_matching(lambda marks: mark in marks, since or 0):
             return
 
 
@@ -135,7 +147,7 @@ class _Watchdog:
         if self._owner != os.getpid():  # a new process, or a fork: a run of its own
             self._forget()
             self.run, self._owner = secrets.token_hex(8), os.getpid()
-        if not Path("/proc/self/environ").exists():
+        if not _has_proc():
             return  # no /proc: the watchdog could not find anything
         if self._process is None or self._process.poll() is not None:
             self._forget()
@@ -216,12 +228,62 @@ def _parent_death_signal() -> Callable[[], None] | None:
     return die_with_parent
 
 
-def _kill_matching(wanted: Callable[[list[str]], bool]) -> int:
-    """SIGKILL to every process whose marks are `wanted`; returns how many were signalled."""
+_SETPRIV_FAILED = b"setpriv: failed to execute "
+
+
+@cache
+def _has_proc() -> bool:
+    return Path("/proc/self/environ").exists()
+
+
+def exec_failure(stderr: bytes) -> str | None:
+    """Why `setpriv` could not exec the child (its last stderr line, e.g. `Permission denied`),
+    when that is what a 126/127 exit means; else None."""
+    for line in stderr.splitlines()[-3:]:
+        if line.startswith(_SETPRIV_FAILED):
+            reason = line.rpartition(b": ")[2].decode("utf-8", errors="replace").strip()
+            return reason or "it could not be executed"
+    return None
+
+
+@cache
+def _setpriv() -> str | None:
+    """util-linux's setpriv where it can set a parent-death signal (Linux), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    found = shutil.which("setpriv")
+    if found is None:
+        return None
+    try:
+        done = subprocess.run(
+            [found, "--pdeathsig", "KILL", "--", "true"], capture_output=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return found if done.returncode == 0 else None
+
+
+def _started_since(pids: list[int], since: int) -> list[int]:
+    """The pids that can belong to processes started after `since`: those above it, and, if
+    pids wrapped around since (the last pid given, in /proc/loadavg, is below it), those up to
+    the last one. All of them when `since` is 0 or the last pid cannot be read."""
+    if since <= 0:
+        return pids
+    try:
+        last = int(Path("/proc/loadavg").read_text().split()[4])
+    except (OSError, ValueError, IndexError):
+        return pids
+    return [pid for pid in pids if pid > since or (last < since and pid <= last)]
+
+
+def _kill_matching(wanted: Callable[[list[str]], bool], since: int = 0) -> int:
+    """SIGKILL to every process started after pid `since` (see `_started_since`; 0: any) whose
+    marks are `wanted`; returns how many were signalled."""
     try:
         pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
         return 0
+    pids = _started_since(pids, since)
     me = os.getpid()
     return sum(1 for pid in pids if pid != me and wanted(_marks(pid)) and _kill(pid, wanted))
 

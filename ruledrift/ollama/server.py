@@ -167,6 +167,7 @@ class ManagedOllama:
         with (self._log_dir / "serve.log").open("wb") as log:  # the server keeps its own copy
             try:
                 self._process = await asyncio.create_subprocess_exec(
+                    *options.prefix,
                     self.executable,
                     "serve",
                     env=options.env,

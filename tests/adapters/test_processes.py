@@ -122,7 +122,10 @@ def test_kill_child_kills_the_group_and_the_mark(
 ) -> None:
     options = tied_child()
     unmarked = {k: v for k, v in options.env.items() if k != MARKS_VARIABLE}
-    escaped, leader = daemon(options.env, started), sleeper(unmarked, children)
+    leader = sleeper(
+        unmarked, children
+    )  # the child first, as in a call: what it starts comes after
+    escaped = daemon(options.env, started)
     kill_child(leader, options.mark)
     assert gone(escaped, leader)
 
@@ -137,8 +140,10 @@ import os, subprocess, sys, time
 from ruledrift.adapters.processes import MARKS_VARIABLE, tied_child
 options = tied_child()
 env = {k: v for k, v in options.env.items() if k != MARKS_VARIABLE or sys.argv[1] != "--unmarked"}
-preexec = None if sys.argv[1] == "--untied" else options.preexec_fn
-child = subprocess.Popen(sys.argv[2:], env=env, preexec_fn=preexec, start_new_session=True,
+untied = sys.argv[1] == "--untied"
+preexec = None if untied else options.preexec_fn
+argv = sys.argv[2:] if untied else [*options.prefix, *sys.argv[2:]]
+child = subprocess.Popen(argv, env=env, preexec_fn=preexec, start_new_session=True,
                          stdout=subprocess.PIPE)
 print(child.stdout.readline().decode().strip() or child.pid, flush=True)
 time.sleep(300)
@@ -219,3 +224,22 @@ def test_a_clean_exit_stops_and_reaps_the_watchdog_without_a_warning() -> None:
     )
     assert finished.stderr == ""  # -X dev shows ResourceWarnings: a running child, an open pipe
     assert not alive(int(finished.stdout))  # reaped before the exit, not merely orphaned
+
+
+def test_a_sweep_reads_only_what_started_after_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pids grow until they wrap around: above the child's pid, or up to the last pid given."""
+    from ruledrift.adapters import processes
+
+    class Loadavg:
+        def __init__(self, last: int) -> None:
+            self.last = last
+
+        def read_text(self) -> str:
+            return f"0.1 0.2 0.3 1/100 {self.last}\n"
+
+    pids = [1, 50, 100, 150, 200]
+    monkeypatch.setattr(processes, "Path", lambda path: Loadavg(180))
+    assert processes._started_since(pids, 100) == [150, 200]
+    monkeypatch.setattr(processes, "Path", lambda path: Loadavg(60))  # wrapped: 60 < 100
+    assert processes._started_since(pids, 100) == [1, 50, 150, 200]
+    assert processes._started_since(pids, 0) == pids
