@@ -82,6 +82,11 @@ __all__ = [
 Renderer = Callable[..., bytes]
 
 
+def given_reports(**paths: Path | None) -> dict[str, Path]:
+    """The report paths given (by REPORTERS name), leaving out the ones that are None."""
+    return {name: path for name, path in paths.items() if path is not None}
+
+
 def _codequality(result: RunResult, *, include_responses: bool) -> bytes:
     """The Code Quality report, paths relative to GitLab's project (else the working folder);
     it never holds answers, so `include_responses` does not apply."""
@@ -144,13 +149,9 @@ class RunRequest:
 
     def reports(self) -> dict[str, Path]:
         """The reports asked for, by REPORTERS name."""
-        paths = {
-            "json": self.json,
-            "junit": self.junit,
-            "codequality": self.codequality,
-            "html": self.html,
-        }
-        return {name: path for name, path in paths.items() if path is not None}
+        return given_reports(
+            json=self.json, junit=self.junit, codequality=self.codequality, html=self.html
+        )
 
     def argv(self) -> list[str]:
         """This request as a `ruledrift run` command line (without the program name)."""
@@ -421,13 +422,9 @@ class ReportRequest:
     codequality: Path | None = None
 
     def reports(self) -> dict[str, Path]:
-        paths = {
-            "json": self.json,
-            "junit": self.junit,
-            "html": self.html,
-            "codequality": self.codequality,
-        }
-        return {name: path for name, path in paths.items() if path is not None}
+        return given_reports(
+            json=self.json, junit=self.junit, html=self.html, codequality=self.codequality
+        )
 
 
 @dataclass(frozen=True)
@@ -464,13 +461,9 @@ class MergeRequest:
     allow_partial: bool = False
 
     def outputs(self) -> dict[str, Path]:
-        paths = {
-            "json": self.json,
-            "junit": self.junit,
-            "html": self.html,
-            "codequality": self.codequality,
-        }
-        return {name: path for name, path in paths.items() if path is not None}
+        return given_reports(
+            json=self.json, junit=self.junit, html=self.html, codequality=self.codequality
+        )
 
 
 def merge(request: MergeRequest) -> ReportOutcome:

@@ -53,6 +53,26 @@ def _concurrency(text: str) -> int:
     return value
 
 
+def _report_outputs(
+    parser: argparse.ArgumentParser, json_help: str, *, display: bool = True
+) -> None:
+    """The report files `report` and `merge` can write, and (`display`) how they print."""
+    for option, what in (
+        ("--json", json_help),
+        ("--junit", "the JUnit XML report"),
+        ("--html", "the HTML report"),
+        ("--codequality", "a GitLab Code Quality report"),
+    ):
+        parser.add_argument(option, metavar="PATH", help=f"write {what} to PATH")
+    if display:
+        _display_options(parser)
+
+
+def _display_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
+
+
 def _repeat(text: str) -> int | str:
     if text == "auto":
         return text
@@ -222,15 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
         "any model; exits with its verdict's code",
     )
     report.add_argument("report", metavar="REPORT", help="a JSON report written by --json")
-    for option, what in (
-        ("--json", "the JSON report again"),
-        ("--junit", "the JUnit XML report"),
-        ("--html", "the HTML report"),
-        ("--codequality", "a GitLab Code Quality report"),
-    ):
-        report.add_argument(option, metavar="PATH", help=f"write {what} to PATH")
-    report.add_argument("--quiet", action="store_true", help="print only the summary")
-    report.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
+    _report_outputs(report, "the JSON report again")
 
     merge = commands.add_parser(
         "merge",
@@ -238,20 +250,13 @@ def build_parser() -> argparse.ArgumentParser:
         "merged verdict's code",
     )
     merge.add_argument("reports", metavar="REPORT", nargs="+", help="the shards' JSON reports")
-    for option, what in (
-        ("--json", "the merged JSON report"),
-        ("--junit", "the merged JUnit XML report"),
-        ("--html", "the merged HTML report"),
-        ("--codequality", "a GitLab Code Quality report"),
-    ):
-        merge.add_argument(option, metavar="PATH", help=f"write {what} to PATH")
+    _report_outputs(merge, "the merged JSON report", display=False)
     merge.add_argument(
         "--allow-partial",
         action="store_true",
         help="merge even when shards are missing (the output says which)",
     )
-    merge.add_argument("--quiet", action="store_true", help="print only the summary")
-    merge.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
+    _display_options(merge)
 
     compare = commands.add_parser(
         "compare",
