@@ -1,4 +1,5 @@
-"""Fixtures for the end-to-end tests: the SmolLM2 weights, and two servers backed by them.
+"""Fixtures for the end-to-end tests: the SmolLM2 weights, two servers backed by them, and how
+long a model call may take on this machine now (measured, not assumed).
 
 A test marked `e2e` FAILS when the stack is missing (with how to install it), unless
 RULEDRIFT_SKIP_E2E=1 is set, which skips it with that reason."""
@@ -11,11 +12,13 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.stack import (
+    call_timeout,
     gguf_path,
     llama_cpp_server,
     ollama_loopback_server,
     skip_reason,
     stack_problem,
+    warm_up,
 )
 
 OPENAI_MODEL = "smollm2-135m"  # the alias llama_cpp.server serves the weights under
@@ -45,6 +48,14 @@ def openai_base_url(gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     log = tmp_path_factory.mktemp("llama-cpp-server") / "server.log"
     with llama_cpp_server(gguf, log, alias=OPENAI_MODEL, n_ctx=2048) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def call_timeout_s(openai_base_url: str) -> float:
+    """Seconds one model call may take: a multiple of a warm-up answer timed now, with a floor.
+    Sizes each suite's timeoutMs and the subprocess timeouts around `ruledrift run`, so a
+    machine slowed down by other work gets more time instead of failing."""
+    return call_timeout(warm_up(openai_base_url, OPENAI_MODEL))
 
 
 @pytest.fixture(scope="session")

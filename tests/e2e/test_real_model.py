@@ -70,15 +70,16 @@ SMALLTALK: dict[str, Any] = {
     ],
 }
 SMALLTALK_CALLS = 2 + 3  # max(afterTurn) + probes
+MOST_CALLS = SMALLTALK_CALLS  # the most model calls a suite here makes (OVERFLOW makes 4)
 
 
-def ollama_adapter(base_url: str, **options: object) -> dict[str, Any]:
+def ollama_adapter(base_url: str, timeout_s: float, **options: object) -> dict[str, Any]:
     return {
         "type": "ollama",
         "model": OLLAMA_MODEL,
         "baseUrl": base_url,
         "think": False,
-        "timeoutMs": 60000,
+        "timeoutMs": int(timeout_s * 1000),
         "options": {"temperature": 0, "seed": 42, "num_predict": 48, "num_ctx": 2048, **options},
     }
 
@@ -90,7 +91,7 @@ def suite_with(adapter: dict[str, Any], base: dict[str, Any] = SMALLTALK) -> dic
 
 
 def run_suite(
-    tmp_path: Path, suite: dict[str, Any]
+    tmp_path: Path, suite: dict[str, Any], call_timeout_s: float
 ) -> tuple[subprocess.CompletedProcess[str], Any]:
     config = write_suite(tmp_path, suite)
     report = tmp_path / "report.json"
@@ -98,7 +99,8 @@ def run_suite(
     done = subprocess.run(
         [sys.executable, "-m", "ruledrift", "run", str(config), "--json", str(report),
          "--include-responses", "--no-color"],
-        capture_output=True, text=True, env=env, timeout=300, check=False, cwd=ROOT,
+        capture_output=True, text=True, env=env, check=False, cwd=ROOT,
+        timeout=60 + MOST_CALLS * call_timeout_s,  # a backstop: timeoutMs ends a slow call first
     )  # fmt: skip
     assert report.is_file(), f"no report (exit {done.returncode}):\n{done.stdout}\n{done.stderr}"
     data = json.loads(report.read_text(encoding="utf-8"))
@@ -145,15 +147,17 @@ def check_smalltalk_run(done: subprocess.CompletedProcess[str], report: Any) -> 
     assert all(m["content"].strip() for m in transcript)
 
 
-def test_openai_adapter_against_llama_cpp_server(openai_base_url: str, tmp_path: Path) -> None:
+def test_openai_adapter_against_llama_cpp_server(
+    openai_base_url: str, call_timeout_s: float, tmp_path: Path
+) -> None:
     adapter = {
         "type": "openai",
         "model": OPENAI_MODEL,
         "baseUrl": openai_base_url,
-        "timeoutMs": 60000,
+        "timeoutMs": int(call_timeout_s * 1000),
         "options": {"temperature": 0, "seed": 42, "max_tokens": 48},
     }
-    done, report = run_suite(tmp_path, suite_with(adapter))
+    done, report = run_suite(tmp_path, suite_with(adapter), call_timeout_s)
     check_smalltalk_run(done, report)
     assert report["target"]["adapter"] == "openai"
     assert report["target"]["model"] == OPENAI_MODEL
@@ -164,9 +168,10 @@ def test_openai_adapter_against_llama_cpp_server(openai_base_url: str, tmp_path:
 
 
 def test_ollama_adapter_against_a_real_model(
-    ollama_base_url: str, gguf: Path, tmp_path: Path
+    ollama_base_url: str, gguf: Path, call_timeout_s: float, tmp_path: Path
 ) -> None:
-    done, report = run_suite(tmp_path, suite_with(ollama_adapter(ollama_base_url)))
+    adapter = ollama_adapter(ollama_base_url, call_timeout_s)
+    done, report = run_suite(tmp_path, suite_with(adapter), call_timeout_s)
     check_smalltalk_run(done, report)
     target = report["target"]
     assert (target["adapter"], target["model"]) == ("ollama", OLLAMA_MODEL)
@@ -227,20 +232,22 @@ def check_overflow_run(done: subprocess.CompletedProcess[str], report: Any, caus
 
 
 def test_ollama_context_overflow_is_an_error_not_silent_truncation(
-    ollama_base_url: str, tmp_path: Path
+    ollama_base_url: str, call_timeout_s: float, tmp_path: Path
 ) -> None:
-    suite = suite_with(ollama_adapter(ollama_base_url, num_ctx=256), OVERFLOW)
-    done, report = run_suite(tmp_path, suite)
+    suite = suite_with(ollama_adapter(ollama_base_url, call_timeout_s, num_ctx=256), OVERFLOW)
+    done, report = run_suite(tmp_path, suite, call_timeout_s)
     error = check_overflow_run(done, report, "no longer fits the model's context window")
     assert "num_ctx" in error  # the fix is named
 
 
-def test_ollama_silent_truncation_by_an_old_server_is_caught(gguf: Path, tmp_path: Path) -> None:
+def test_ollama_silent_truncation_by_an_old_server_is_caught(
+    gguf: Path, call_timeout_s: float, tmp_path: Path
+) -> None:
     """An Ollama before v0.12.4 ignores `truncate: false` and drops the oldest messages; the
     adapter notices that the prompt stopped growing."""
     with ollama_loopback_server(
         gguf, tmp_path / "server.log", name=OLLAMA_MODEL, ignore_truncate=True
     ) as base_url:
-        suite = suite_with(ollama_adapter(base_url, num_ctx=256), OVERFLOW)
-        done, report = run_suite(tmp_path, suite)
+        suite = suite_with(ollama_adapter(base_url, call_timeout_s, num_ctx=256), OVERFLOW)
+        done, report = run_suite(tmp_path, suite, call_timeout_s)
     check_overflow_run(done, report, "dropped messages")
