@@ -28,6 +28,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import os
 import sys
 import threading
 import time
@@ -132,7 +133,11 @@ class Model:
         # padded context; `chat` enforces `num_ctx` itself.
         padded = -(-num_ctx // CTX_PADDING) * CTX_PADDING
         llama = Llama(
-            model_path=str(self.path), n_ctx=padded, n_threads=self.threads, verbose=False
+            model_path=str(self.path),
+            n_ctx=padded,
+            n_threads=self.threads,
+            n_threads_batch=self.threads,  # prompts too: every core otherwise, on a busy machine
+            verbose=False,
         )
         eos, bos = llama.token_eos(), llama.token_bos()
         self._formatter = Jinja2ChatFormatter(
@@ -367,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--name", default="smollm2:135m", help="the tag clients ask for")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=max(1, min(4, (os.cpu_count() or 2) // 2)))
     parser.add_argument(
         "--ignore-truncate",
         action="store_true",
