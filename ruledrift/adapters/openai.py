@@ -1,5 +1,5 @@
 """The OpenAI-compatible adapter: `POST {baseUrl}/chat/completions`, not streamed, for vLLM,
-llama.cpp's server, LM Studio, Ollama's /v1 and hosted APIs. See docs/ollama.md.
+llama.cpp's server, LM Studio, Ollama's /v1 and hosted APIs. See docs/openai.md.
 
 The API key comes from the environment variable `apiKeyEnv` names, never from the file; it is
 sent as a Bearer token and scrubbed from every message (servers echo keys in their errors).
