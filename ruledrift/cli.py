@@ -354,12 +354,12 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ruledrift import app, console
+    from ruledrift import console, saved
 
     def path(value: str | None) -> Path | None:
         return Path(value) if value else None
 
-    request = app.ReportRequest(
+    request = saved.ReportRequest(
         Path(args.report),
         json=path(args.json),
         junit=path(args.junit),
@@ -371,9 +371,9 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from ruledrift import app, console
+    from ruledrift import console, saved
 
-    request = app.MergeRequest(
+    request = saved.MergeRequest(
         tuple(Path(p) for p in args.reports),
         json=Path(args.json) if args.json else None,
         junit=Path(args.junit) if args.junit else None,
@@ -386,9 +386,9 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from ruledrift import app, console
+    from ruledrift import console, saved
 
-    request = app.CompareRequest(
+    request = saved.CompareRequest(
         Path(args.base),
         Path(args.head),
         markdown=Path(args.markdown) if args.markdown else None,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
 
-from ruledrift import app, output
+from ruledrift import app, output, saved
 from ruledrift.errors import ConfigError, RuleDriftError, UsageError
 from ruledrift.model import ProbeResult, RunResult, Scenario, ScenarioResult, Suite
 from ruledrift.ollama.api import PullProgress
@@ -221,14 +221,14 @@ def show_failure(error: RuleDriftError, environ: Mapping[str, str]) -> None:
         append_summary(Path(environ["GITHUB_STEP_SUMMARY"]), render_not_run_summary(error))
 
 
-def report(request: app.ReportRequest, display: Display, environ: Mapping[str, str]) -> int:
+def report(request: saved.ReportRequest, display: Display, environ: Mapping[str, str]) -> int:
     """`ruledrift report`: the terminal view of a saved report, the files it re-rendered."""
-    return show_saved(app.report(request), display, environ)
+    return show_saved(saved.report(request), display, environ)
 
 
-def merge(request: app.MergeRequest, display: Display, environ: Mapping[str, str]) -> int:
+def merge(request: saved.MergeRequest, display: Display, environ: Mapping[str, str]) -> int:
     """`ruledrift merge`: the merged run's terminal view and the files written."""
-    outcome = app.merge(request)
+    outcome = saved.merge(request)
     if outcome.missing_shards:
         total = len(request.reports) + len(outcome.missing_shards)
         missing = ", ".join(f"{k}/{total}" for k in outcome.missing_shards)
@@ -236,7 +236,7 @@ def merge(request: app.MergeRequest, display: Display, environ: Mapping[str, str
     return show_saved(outcome, display, environ)
 
 
-def show_saved(outcome: app.ReportOutcome, display: Display, environ: Mapping[str, str]) -> int:
+def show_saved(outcome: saved.ReportOutcome, display: Display, environ: Mapping[str, str]) -> int:
     out = sys.stdout
     tty = out.isatty()
     options = TerminalOptions(
@@ -258,9 +258,9 @@ def render_scenarios(result: RunResult, options: TerminalOptions) -> str:
     return "" if options.quiet else "".join(render_scenario(s, options) for s in result.scenarios)
 
 
-def compare(request: app.CompareRequest) -> int:
+def compare(request: saved.CompareRequest) -> int:
     """`ruledrift compare`: the comparison on stdout, the files written."""
-    outcome = app.compare(request)
+    outcome = saved.compare(request)
     sys.stdout.write(render_comparison_text(outcome.comparison))
     for name, path in outcome.written.items():
         print(f"{name} comparison: {terminal_safe(str(path))}")

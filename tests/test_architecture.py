@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runner", ("runner", "verdicts")),
     ("findings", ("findings", "comparison")),
     ("reports", ("reports",)),
-    ("application", ("app", "shards", "merge")),
+    ("application", ("app", "shards", "merge", "saved")),
     ("console", ("console", "output")),
     ("front-ends", ("cli", "__main__", "action")),
 )
