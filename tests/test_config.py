@@ -1074,3 +1074,23 @@ def test_not_matches_and_language_problems(
     found = one_problem(write_suite(tmp_path, data))
     assert f": /scenarios/0/probes/0/assertions/0{pointer}: " in found
     assert message in found
+
+
+def test_a_valid_suite_is_checked_the_quick_way_and_an_invalid_one_the_full_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each distinct assertion is checked once; only a suite with a problem pays for the full
+    schema, which places and words every error."""
+    from ruledrift import config
+
+    def full_schema() -> None:
+        raise AssertionError("the full schema ran for a valid suite")
+
+    valid = base_suite()
+    monkeypatch.setattr(config, "_validator", full_schema)
+    assert load_suite(write_suite(tmp_path, valid)).probe_count == 2
+    monkeypatch.undo()
+    broken = base_suite()
+    broken["scenarios"][0]["probes"][1]["assertions"][0]["caseSensitive"] = "yes"
+    messages = problems(write_suite(tmp_path, broken))
+    assert any("/assertions/0/caseSensitive" in m for m in messages), messages
