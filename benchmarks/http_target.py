@@ -10,6 +10,7 @@ Ollama's /api/version, /api/tags, /api/show and /api/chat, and OpenAI's /v1/mode
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
 import time
@@ -29,6 +30,13 @@ def _prompt_tokens(body: Any) -> int:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # headers and body go out in two writes: without this, Nagle's algorithm holds the body
+        # back until the client acknowledges the headers, which it delays by up to 40 ms (real
+        # servers, Ollama's among them, set TCP_NODELAY too)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: object) -> None:
         pass
