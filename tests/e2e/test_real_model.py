@@ -243,7 +243,7 @@ def test_ollama_context_overflow_is_an_error_not_silent_truncation(
 def test_ollama_silent_truncation_by_an_old_server_is_caught(
     gguf: Path, call_timeout_s: float, tmp_path: Path
 ) -> None:
-    """An Ollama before v0.12.4 ignores `truncate: false` and drops the oldest messages; the
+    """An Ollama before v0.12.6 ignores `truncate: false` and drops the oldest messages; the
     adapter notices that the prompt stopped growing."""
     with ollama_loopback_server(
         gguf, tmp_path / "server.log", name=OLLAMA_MODEL, ignore_truncate=True
