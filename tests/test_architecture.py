@@ -1,8 +1,9 @@
 """The layer rules of docs/architecture.md, checked over the real import graph of ruledrift/.
 
 Each module belongs to a layer; a module may import modules of its own layer or of layers below
-it, never above. HTTP (httpx) and child processes (subprocess, asyncio.subprocess) stay at the
-target layer (adapters/ and ollama/), and the module graph has no cycles."""
+it, never above. Network connections (socket, ssl; HTTP is adapters/http11.py) and child
+processes (subprocess, asyncio.subprocess) stay at the target layer (adapters/ and ollama/), and
+the module graph has no cycles."""
 
 from __future__ import annotations
 
@@ -30,7 +31,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("front-ends", ("cli", "__main__", "action")),
 )
 # Libraries only the target layer may use: the seam keeps them out of everything above it.
-TARGET_ONLY = {"httpx": "HTTP", "subprocess": "child processes", "asyncio.subprocess": "processes"}
+TARGET_ONLY = {
+    "httpx": "HTTP",
+    "socket": "network connections",
+    "ssl": "TLS",
+    "subprocess": "child processes",
+    "asyncio.subprocess": "processes",
+}
 
 
 def module_name(path: Path) -> str:
@@ -120,4 +127,5 @@ def test_the_checker_catches_an_upward_import() -> None:
     assert upward("runner", {"app", "model"}) == ["ruledrift.app (application)"]
     assert upward("adapters.base", {"reports.terminal"}) == ["ruledrift.reports.terminal (reports)"]
     assert upward("cli", {"app", "console", "reports.terminal"}) == []
-    assert "httpx" in imports("adapters.transport")  # the parser sees third-party imports
+    assert "jsonschema" in imports("config")  # the parser sees third-party imports
+    assert {"socket", "ssl"} <= imports("adapters.http11")

@@ -241,6 +241,11 @@ def _api_key(config: OpenAIAdapterConfig, environ: Mapping[str, str]) -> str | N
             f"the API key variable {variable} (adapter apiKeyEnv) is unset or empty: set it in "
             f'the environment, or remove "apiKeyEnv" for a server that needs no key'
         )
+    if any(ord(c) < 32 or ord(c) == 127 for c in key):
+        raise UsageError(
+            f"the API key in {variable} (adapter apiKeyEnv) holds a line break or another "
+            "control character, so it cannot be sent in a header: check how the secret was stored"
+        )
     return key
 
 

@@ -1,7 +1,7 @@
 """The HTTP transport of the adapters and of the Ollama client (ruledrift/ollama/): JSON requests
-over one httpx client with a deadline per call, bounded retries of transient failures, streamed
-JSON lines, and the translation of every httpx exception and error body into an AdapterError that
-names the cause and the fix. Nothing else in RuleDrift imports httpx.
+over one HTTP/1.1 client (http11.Client) with a deadline per call, bounded retries of transient
+failures, streamed JSON lines, and the translation of every HTTP error and error body into an
+AdapterError that names the cause and the fix. Nothing else in RuleDrift talks HTTP.
 
 A server is trusted with nothing:
 
@@ -33,10 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
 import ruledrift
-from ruledrift.errors import AdapterError
+from ruledrift.adapters import http11
+from ruledrift.errors import AdapterError, UsageError
 from ruledrift.text import cut_text, terminal_safe
 
 RETRY_STATUSES = frozenset({503})  # the server is busy or starting: worth another try
@@ -86,7 +85,7 @@ class Reply:
 
     status: int
     reason: str
-    headers: httpx.Headers
+    headers: http11.Headers
     body: bytes
     tries: int = 1  # how many requests it took (HTTP 503 is tried again)
 
@@ -122,18 +121,23 @@ class JsonClient:
         self._explain = explain
         self._max_body = max_body_bytes
         self._max_line = max_line_bytes
-        limit_s = server.timeout_ms / 1000
-        self._client = httpx.AsyncClient(
-            base_url=server.base_url,
-            headers={
-                "User-Agent": f"ruledrift/{ruledrift.__version__}",
-                "Accept-Encoding": ACCEPT_ENCODING,
-                **(headers or {}),
-            },
-            timeout=httpx.Timeout(limit_s + 1),  # a backstop: the deadline is `limit_s`
-            follow_redirects=False,  # a redirect is an error (_redirect_error)
-            trust_env=not is_loopback(server.base_url),  # no proxy between us and a local server
-        )
+        sent = {
+            "User-Agent": f"ruledrift/{ruledrift.__version__}",
+            "Accept": "application/json",
+            "Accept-Encoding": ACCEPT_ENCODING,
+            **(headers or {}),
+        }
+        try:
+            self._http = http11.Client(
+                server.base_url,
+                sent,
+                trust_env=not is_loopback(server.base_url),  # no proxy to a local server
+            )
+        except ValueError as problem:  # a header that cannot be sent, an unusable proxy
+            message = safe_text(
+                f"cannot talk to {self.where}: {problem}", self._secrets, MESSAGE_CHARS
+            )
+            raise UsageError(message) from None
 
     @property
     def where(self) -> str:
@@ -148,11 +152,15 @@ class JsonClient:
 
     async def status(self, path: str, timeout_s: float) -> int | str:
         """One GET of `path` within `timeout_s`, no retry, the body unread: the HTTP status, or
-        what went wrong (`All connection attempts failed`). For "does a server answer there?"."""
+        what went wrong (`connection refused`). For "does a server answer there?"."""
         try:
-            async with self._client.stream("GET", path, timeout=timeout_s) as response:
-                return response.status_code
-        except httpx.HTTPError as error:
+            async with asyncio.timeout(timeout_s):
+                response = await self._http.send("GET", path, connect_timeout_s=timeout_s)
+                await response.aclose()
+                return response.status
+        except TimeoutError:
+            return "timed out"
+        except http11.HTTPError as error:
             return self.server_text(describe_error(error))
 
     async def stream_lines(
@@ -168,21 +176,24 @@ class JsonClient:
         progress), allowing `idle_timeout_s` of silence between two. A non-2xx answer raises
         AdapterError `{failed}: {the server's error text} (HTTP status)`; so does a line longer
         than `max_line_bytes`. Parse the lines with `parse_json`."""
-        timeout = httpx.Timeout(self.server.timeout_ms / 1000, read=idle_timeout_s)
+        connect_s = self.server.timeout_ms / 1000
         what = f"POST {path}"
-        request = self._client.build_request("POST", path, json=body, timeout=timeout)
         try:
-            # no `async with client.stream()`: a generator-based context manager inside this
-            # generator breaks when a caller leaves the loop early and both are finalized
-            response = await self._client.send(request, stream=True)
+            response = await self._http.send(
+                "POST",
+                path,
+                json_body(body),
+                connect_timeout_s=connect_s,
+                head_timeout_s=idle_timeout_s,
+            )
             try:
-                if not response.is_success:
+                if not 200 <= response.status < 300:
                     reply = await self._receive(response, what)
                     if is_redirect(reply.status):
                         raise self._redirect_error(reply, what)
                     raise self.error(f"{failed}: {self._error_text(reply)} (HTTP {reply.status})")
                 decoder, lines = self._decoder(response, what), _Lines(self._max_line)
-                async for raw in response.aiter_raw():
+                async for raw in response.chunks(idle_timeout_s):
                     decoder.feed(raw)
                     while chunk := self._decoded(decoder, self._max_line + 1, what):
                         for line in self._split(lines, chunk, failed):
@@ -191,14 +202,14 @@ class JsonClient:
                     yield line
             finally:
                 await response.aclose()
-        except (httpx.ConnectError, httpx.ConnectTimeout) as error:
-            within_s = timeout.connect if isinstance(error, httpx.ConnectTimeout) else None
+        except http11.ConnectError as error:
+            within_s = connect_s if isinstance(error, http11.ConnectTimeout) else None
             raise self._connect_error(error, doing, 1, within_s) from None
-        except httpx.HTTPError as error:
+        except http11.HTTPError as error:
             raise self._broken(error, "POST", path, doing) from None
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._http.aclose()
 
     def error(self, message: str) -> AdapterError:
         """An AdapterError with `message` scrubbed of the secrets, then made terminal-safe and
@@ -225,7 +236,7 @@ class JsonClient:
         try:
             async with asyncio.timeout(limit_s):
                 reply = await self._send(method, path, body, doing, limit_s)
-        except (TimeoutError, httpx.TimeoutException):
+        except TimeoutError:
             # connecting never meets the deadline (_send): the server has the request
             raise self.error(
                 f"{self.where} did not answer {method} {path} within {limit_s:g} s "
@@ -261,17 +272,15 @@ class JsonClient:
         deadline = loop.time() + limit_s - min(CONNECT_MARGIN_S, limit_s / 10)
         for tries in range(1, self._retry.attempts + 1):
             last, delay_s = tries == self._retry.attempts, self._retry.delay_s(tries)
-            timeout = httpx.Timeout(limit_s + 1, connect=max(deadline - loop.time(), 0.001))
+            connect_s = max(deadline - loop.time(), 0.001)
             try:
-                reply = await self._exchange(method, path, body, timeout)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as error:
-                late = isinstance(error, httpx.ConnectTimeout) or loop.time() + delay_s >= deadline
+                reply = await self._exchange(method, path, body, connect_s)
+            except http11.ConnectError as error:
+                late = isinstance(error, http11.ConnectTimeout) or loop.time() + delay_s >= deadline
                 if last or late:
                     within_s = limit_s if late else None
                     raise self._connect_error(error, doing, tries, within_s) from None
-            except httpx.TimeoutException:
-                raise  # the deadline is the caller's
-            except httpx.HTTPError as error:
+            except http11.HTTPError as error:
                 raise self._broken(error, method, path, doing) from None
             else:
                 if reply.status not in RETRY_STATUSES or last or loop.time() + delay_s >= deadline:
@@ -280,23 +289,23 @@ class JsonClient:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _exchange(
-        self, method: str, path: str, body: Mapping[str, object] | None, timeout: httpx.Timeout
+        self, method: str, path: str, body: Mapping[str, object] | None, connect_s: float
     ) -> Reply:
         """One request and its whole reply."""
-        request = self._client.build_request(method, path, json=body, timeout=timeout)
-        response = await self._client.send(request, stream=True)
+        data = None if body is None else json_body(body)
+        response = await self._http.send(method, path, data, connect_timeout_s=connect_s)
         try:
             return await self._receive(response, f"{method} {path}")
         finally:
             await response.aclose()
 
-    async def _receive(self, response: httpx.Response, what: str) -> Reply:
+    async def _receive(self, response: http11.Response, what: str) -> Reply:
         """The reply with its body decoded as it arrives; more than `max_body_bytes` decoded
         bytes stop the reading and raise AdapterError."""
         decoder = self._decoder(response, what)
         chunks: list[bytes] = []
         size = 0
-        async for raw in response.aiter_raw():
+        async for raw in response.chunks():
             decoder.feed(raw)
             while chunk := self._decoded(decoder, self._max_body - size + 1, what):
                 size += len(chunk)
@@ -308,8 +317,7 @@ class JsonClient:
                         "something else?"
                     )
                 chunks.append(chunk)
-        headers = response.headers
-        return Reply(response.status_code, response.reason_phrase, headers, b"".join(chunks))
+        return Reply(response.status, response.reason, response.headers, b"".join(chunks))
 
     def _split(self, lines: _Lines, chunk: bytes, failed: str) -> list[str]:
         try:
@@ -320,7 +328,7 @@ class JsonClient:
                 "limit for one streamed line"
             ) from None
 
-    def _decoder(self, response: httpx.Response, what: str) -> _Decoder:
+    def _decoder(self, response: http11.Response, what: str) -> _Decoder:
         encoding = content_encoding(response.headers)
         if encoding is None:
             shown = self.server_text(response.headers.get("content-encoding", ""))
@@ -341,7 +349,7 @@ class JsonClient:
 
     def _connect_error(
         self,
-        error: httpx.HTTPError,
+        error: http11.HTTPError,
         doing: str | None,
         tries: int,
         within_s: float | None = None,
@@ -357,7 +365,7 @@ class JsonClient:
         )
 
     def _broken(
-        self, error: httpx.HTTPError, method: str, path: str, doing: str | None
+        self, error: http11.HTTPError, method: str, path: str, doing: str | None
     ) -> AdapterError:
         if doing:
             return self.error(f"{self.where} failed to {doing}: {describe_error(error)}")
@@ -453,10 +461,10 @@ class _Decoder:
 _WBITS = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16, "deflate": zlib.MAX_WBITS}
 
 
-def content_encoding(headers: httpx.Headers) -> str | None:
+def content_encoding(headers: http11.Headers) -> str | None:
     """The one Content-Encoding of a reply that `_Decoder` undoes ("identity" when none), or
     None for an encoding it does not (br, zstd, several stacked)."""
-    values = [v.strip().lower() for v in headers.get_list("content-encoding", split_commas=True)]
+    values = [v.strip().lower() for v in headers.get_list("content-encoding")]
     encodings = [v for v in values if v not in ("", "identity")]
     if not encodings:
         return "identity"
@@ -618,7 +626,10 @@ def is_loopback(url: str) -> bool:
         return False
 
 
-def describe_error(error: httpx.HTTPError) -> str:
-    if isinstance(error, httpx.TimeoutException) and not str(error):
-        return "timed out"
+def describe_error(error: http11.HTTPError) -> str:
     return str(error) or type(error).__name__
+
+
+def json_body(body: Mapping[str, object]) -> bytes:
+    """A request body as JSON in UTF-8, compact."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

@@ -105,6 +105,28 @@ def test_an_unset_key_stops_before_any_call(environ: dict[str, str]) -> None:
     assert raised.value.exit_code == ExitCode.USAGE
 
 
+def test_a_key_with_a_line_break_stops_before_any_call_and_is_never_shown() -> None:
+    with pytest.raises(UsageError) as raised:
+        adapter("http://127.0.0.1:9/v1", environ={VARIABLE: "sk-first\r\nX-Forged: yes"})
+    assert f"the API key in {VARIABLE} (adapter apiKeyEnv) holds a line break" in str(raised.value)
+    assert "sk-first" not in str(raised.value)
+    assert "Forged" not in str(raised.value)
+
+
+def test_an_unusable_proxy_stops_before_any_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://user:pass@proxy.internal:1080")
+    with pytest.raises(UsageError) as raised:
+        adapter("https://api.example.com/v1")
+    assert raised.value.exit_code == ExitCode.USAGE
+    assert str(raised.value) == (
+        "cannot talk to the OpenAI-compatible server at https://api.example.com/v1: the proxy "
+        "set in the environment for https:// URLs is not an http:// proxy URL (RuleDrift talks "
+        "to a proxy in plain HTTP and tunnels https through it)"
+    )
+    monkeypatch.setenv("NO_PROXY", "example.com")
+    adapter("https://api.example.com/v1")  # not proxied: nothing to refuse
+
+
 def test_the_key_comes_from_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(VARIABLE, KEY)
     with FakeOpenAI(api_key=KEY) as server:

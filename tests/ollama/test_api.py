@@ -103,7 +103,10 @@ def test_a_model_the_registry_does_not_have(fake: FakeOllama) -> None:
         (Fault("error_line", error="disk full"), "failed: disk full"),
         (Fault(status=500, error="internal"), "failed: internal (HTTP 500)"),
         (Fault("invalid_json"), "failed: a progress line is not JSON: <html><body>502"),
-        (Fault("disconnect"), "failed to pull qwen3:1.7b: Server disconnected"),
+        (
+            Fault("disconnect"),
+            "failed to pull qwen3:1.7b: the server closed the connection without answering",
+        ),
     ],
 )
 def test_a_failed_pull(fake: FakeOllama, fault: Fault, problem: str) -> None:
