@@ -1,6 +1,8 @@
 """An instant HTTP model for the benchmark, in a process of its own (its CPU is not RuleDrift's):
 Ollama's /api/version, /api/tags, /api/show and /api/chat, and OpenAI's /v1/models and
-/v1/chat/completions, each answering at once with a short refusal.
+/v1/chat/completions, each answering at once with a short refusal. GET /count answers what it
+has served so far (itself not counted): {"requests": {path: n}, "messages": {path: chat messages
+received}}, so a benchmark can check what reached the server.
 
     python benchmarks/http_target.py PORT_FILE [LATENCY_MS [PARALLEL]]
         # writes the port it listens on, then serves; each chat takes LATENCY_MS (default 0),
@@ -21,6 +23,16 @@ MODEL = "bench-model"
 LATENCY_S = 0.0
 SLOTS = threading.BoundedSemaphore(10_000)
 ANSWER = "I cannot share that. How else can I help?"
+COUNTS: dict[str, dict[str, int]] = {"requests": {}, "messages": {}}
+COUNTS_LOCK = threading.Lock()
+
+
+def _count(path: str, body: Any = None) -> None:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    with COUNTS_LOCK:
+        COUNTS["requests"][path] = COUNTS["requests"].get(path, 0) + 1
+        if isinstance(messages, list):
+            COUNTS["messages"][path] = COUNTS["messages"].get(path, 0) + len(messages)
 
 
 def _prompt_tokens(body: Any) -> int:
@@ -50,6 +62,12 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:
+        if self.path == "/count":
+            with COUNTS_LOCK:
+                counts = {key: dict(value) for key, value in COUNTS.items()}
+            self._send(counts)
+            return
+        _count(self.path)
         if self.path == "/api/version":
             self._send({"version": "0.34.2"})
         elif self.path == "/api/tags":
@@ -60,6 +78,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
+        _count(self.path, body)
         prompt = _prompt_tokens(body)
         if self.path in ("/api/chat", "/v1/chat/completions") and LATENCY_S:
             with SLOTS:
