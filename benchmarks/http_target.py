@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import socket
+import socketserver
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MODEL = "bench-model"
@@ -40,78 +40,98 @@ def _prompt_tokens(body: Any) -> int:
     return sum(len(str(m.get("content", "")).split()) + 4 for m in messages)
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(socketserver.StreamRequestHandler):
+    """HTTP/1.1 with keep-alive, parsed by hand: less of the server's own time counted as model
+    latency (a round trip with no latency: 0.28 ms against http.server's 0.35 ms)."""
 
     def setup(self) -> None:
         super().setup()
-        # headers and body go out in two writes: without this, Nagle's algorithm holds the body
-        # back until the client acknowledges the headers, which it delays by up to 40 ms (real
-        # servers, Ollama's among them, set TCP_NODELAY too)
+        # real servers, Ollama's among them, set TCP_NODELAY too
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def _send(self, payload: object) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self) -> None:
-        if self.path == "/count":
-            with COUNTS_LOCK:
-                counts = {key: dict(value) for key, value in COUNTS.items()}
-            self._send(counts)
-            return
-        _count(self.path)
-        if self.path == "/api/version":
-            self._send({"version": "0.34.2"})
-        elif self.path == "/api/tags":
-            self._send({"models": [{"name": MODEL, "model": MODEL, "digest": "0" * 64}]})
-        else:  # /v1/models
-            self._send({"object": "list", "data": [{"id": MODEL, "object": "model"}]})
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", "0"))
-        body = json.loads(self.rfile.read(length) or b"{}")
-        _count(self.path, body)
-        prompt = _prompt_tokens(body)
-        if self.path in ("/api/chat", "/v1/chat/completions") and LATENCY_S:
-            with SLOTS:
-                time.sleep(LATENCY_S)
-        if self.path == "/api/show":
-            self._send({"capabilities": ["completion"], "details": {"format": "gguf"}})
-        elif self.path == "/api/chat":
-            self._send(
-                {
-                    "model": MODEL,
-                    "message": {"role": "assistant", "content": ANSWER},
-                    "done": True,
-                    "done_reason": "stop",
-                    "prompt_eval_count": prompt,
-                    "eval_count": 10,
-                }
+    def handle(self) -> None:
+        while request := self._request():
+            method, path, body = request
+            payload = get(path) if method == "GET" else post(path, body)
+            data = json.dumps(payload).encode()
+            self.wfile.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                % len(data)
+                + data
             )
+
+    def _request(self) -> tuple[str, str, Any] | None:
+        line = self.rfile.readline(65_537)
+        if not line.strip():
+            return None
+        method, path, _ = line.decode("latin-1").split(" ", 2)
+        length, chunked = 0, False
+        while (header := self.rfile.readline(65_537)).strip():
+            name, _, value = header.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"transfer-encoding":
+                chunked = b"chunked" in value.lower()
+        if chunked:
+            raw = b""
+            while size := int(self.rfile.readline(65_537).split(b";")[0], 16):
+                raw += self.rfile.read(size)
+                self.rfile.readline()
+            while self.rfile.readline(65_537).strip():  # trailers
+                pass
         else:
-            self._send(
-                {
-                    "id": "bench",
-                    "object": "chat.completion",
-                    "model": MODEL,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": ANSWER},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": {"prompt_tokens": prompt, "completion_tokens": 10},
-                }
-            )
+            raw = self.rfile.read(length) if length else b""
+        return method, path, json.loads(raw) if raw else {}
+
+
+def get(path: str) -> object:
+    if path == "/count":
+        with COUNTS_LOCK:
+            return {key: dict(value) for key, value in COUNTS.items()}
+    _count(path)
+    if path == "/api/version":
+        return {"version": "0.34.2"}
+    if path == "/api/tags":
+        return {"models": [{"name": MODEL, "model": MODEL, "digest": "0" * 64}]}
+    return {"object": "list", "data": [{"id": MODEL, "object": "model"}]}  # /v1/models
+
+
+def post(path: str, body: Any) -> object:
+    _count(path, body)
+    prompt = _prompt_tokens(body)
+    if path in ("/api/chat", "/v1/chat/completions") and LATENCY_S:
+        with SLOTS:
+            time.sleep(LATENCY_S)
+    if path == "/api/show":
+        return {"capabilities": ["completion"], "details": {"format": "gguf"}}
+    if path == "/api/chat":
+        return {
+            "model": MODEL,
+            "message": {"role": "assistant", "content": ANSWER},
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": prompt,
+            "eval_count": 10,
+        }
+    return {
+        "id": "bench",
+        "object": "chat.completion",
+        "model": MODEL,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": ANSWER},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": 10},
+    }
+
+
+class Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
 
 
 def main(argv: list[str]) -> int:
@@ -120,8 +140,7 @@ def main(argv: list[str]) -> int:
         LATENCY_S = int(argv[1]) / 1000
     if len(argv) > 2:
         SLOTS = threading.BoundedSemaphore(int(argv[2]))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = Server(("127.0.0.1", 0), Handler)
     with open(argv[0], "w", encoding="utf-8") as port_file:
         port_file.write(str(server.server_address[1]))
     server.serve_forever()

@@ -17,6 +17,7 @@ server-side limit on chats at once (its own process: its CPU is not counted):
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import statistics
 import subprocess
@@ -41,6 +42,22 @@ def serve(folder: Path, latency_ms: int, slots: int) -> tuple[subprocess.Popen[b
     while not (port_file.exists() and port_file.read_text()) and time.monotonic() < deadline:
         time.sleep(0.05)
     return server, f"http://127.0.0.1:{port_file.read_text()}"
+
+
+def server_latency_ms(base: str, calls: int = 100) -> float:
+    """The server's own time per chat, one at a time over one kept-alive connection through
+    http.client (its sleep, parsing and the kernel's wake-ups; http.client adds ~0.1 ms)."""
+    host, port = base.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port))
+    body = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "hi"}]})
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        connection.request("POST", "/api/chat", body, {"Content-Type": "application/json"})
+        connection.getresponse().read()
+        times.append(time.perf_counter() - start)
+    connection.close()
+    return statistics.median(times) * 1000
 
 
 def comparable(path: Path) -> dict[str, Any]:
@@ -95,12 +112,23 @@ def main() -> int:
             ]
             wall, usage = measured_run(["run", str(suite), *common, "--json", str(whole)])
             run_s = json.loads(whole.read_text(encoding="utf-8"))["durationMs"] / 1000
+            served_ms = server_latency_ms(base)
+            waves = -(-args.scenarios * args.repeat // args.concurrency)
             print(
                 f"   wall {wall:.2f} s, ideal {ideal:.2f} s, ratio {wall / ideal:.2f} (the run "
                 f"itself, start-up and preflight excluded: {run_s:.2f} s, ratio "
                 f"{run_s / ideal:.2f}); exit {usage['code']}; RuleDrift CPU "
                 f"{usage['cpu'] / calls * 1000:.3f} ms per call (start-up included); peak RSS "
                 f"{usage['maxrss_kib'] / 1024:.0f} MiB"
+            )
+            served_ideal = ideal * served_ms / args.latency_ms
+            slots = waves * args.concurrency / (args.scenarios * args.repeat)
+            print(
+                f"   the server's own time per chat, one at a time: {served_ms:.2f} ms for a "
+                f"nominal {args.latency_ms} ms; the ideal at that latency {served_ideal:.2f} s, "
+                f"ratio {wall / served_ideal:.2f}; whole scenario runs in {waves} waves of "
+                f"{args.concurrency} ({slots:.3f} times the ideal's slots: a run holds its slot "
+                "from first turn to last probe)"
             )
             print("2. sharded 4 ways, merged")
             walls = []
