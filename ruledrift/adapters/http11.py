@@ -96,7 +96,10 @@ def _origin(parts: SplitResult) -> _Origin:
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("expected an http:// or https:// URL with a host")
-    return _Origin(scheme, parts.hostname, parts.port or (443 if scheme == "https" else 80))
+    host = parts.hostname
+    if not host.isascii():  # an international name travels as its IDNA (punycode) form
+        host = host.encode("idna").decode("ascii")
+    return _Origin(scheme, host, parts.port or (443 if scheme == "https" else 80))
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,6 @@ class _Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
-        self.uses = 0
 
     def reusable(self) -> bool:
         return not (self.writer.is_closing() or self.reader.at_eof())
@@ -367,7 +369,6 @@ class Client:
             fresh = connection is None
             if connection is None:
                 connection = await self._connect(connect_timeout_s)
-            connection.uses += 1
             try:
                 return await self._exchange(connection, method, head, body, head_timeout_s)
             except (_Closed, ConnectionResetError, BrokenPipeError) as error:

@@ -431,6 +431,20 @@ def test_https_goes_through_the_proxy_in_a_connect_tunnel(
     run(scenario())
 
 
+def test_an_international_host_name_is_sent_as_punycode(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario() -> Served:
+        async with serve() as proxy:
+            monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+            client = Client("http://bücher.example:8080", {}, trust_env=True)
+            assert await body_of(client, path="/v1/models") == b"ok"
+            await client.aclose()
+            return proxy
+
+    head = run(scenario()).heads[0].decode("ascii")
+    assert head.startswith("GET http://xn--bcher-kva.example:8080/v1/models HTTP/1.1\r\n")
+    assert "Host: xn--bcher-kva.example:8080\r\n" in head
+
+
 def test_headers_are_read_without_case_and_repeats_are_kept() -> None:
     headers = http11.Headers([("Content-Encoding", "gzip"), ("content-encoding", "br, zstd")])
     assert headers.get("CONTENT-ENCODING") == "gzip, br, zstd"
