@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import socket
 import ssl
+import struct
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -443,6 +445,77 @@ def test_an_international_host_name_is_sent_as_punycode(monkeypatch: pytest.Monk
     head = run(scenario()).heads[0].decode("ascii")
     assert head.startswith("GET http://xn--bcher-kva.example:8080/v1/models HTTP/1.1\r\n")
     assert "Host: xn--bcher-kva.example:8080\r\n" in head
+
+
+def test_a_connection_reset_in_the_middle_of_a_body_is_a_protocol_error() -> None:
+    async def resets(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nab")
+        await writer.drain()
+        await asyncio.sleep(0.1)
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()  # RST, not FIN
+
+    async def scenario() -> None:
+        async with serve(handler=resets) as served:
+            client = Client(served.url, {}, trust_env=False)
+            with pytest.raises(http11.ProtocolError, match="reset the connection"):
+                await body_of(client)
+
+    run(scenario())
+
+
+def test_a_body_in_a_transfer_coding_other_than_chunked_ends_with_the_connection() -> None:
+    answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nraw bytes"
+
+    async def scenario() -> tuple[bytes, int]:
+        async with serve(lambda s, n: answer, close_after=True) as served:
+            client = Client(served.url, {}, trust_env=False)
+            body = await body_of(client)
+            await body_of(client)
+            return body, served.connections
+
+    assert run(scenario()) == (b"raw bytes", 2)
+
+
+def test_endless_trailers_are_refused() -> None:
+    answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + b"T: x\r\n" * 300
+
+    async def scenario() -> None:
+        async with serve(lambda s, n: answer, close_after=True) as served:
+            with pytest.raises(http11.ProtocolError, match="more than 256 trailer lines"):
+                await body_of(Client(served.url, {}, trust_env=False))
+
+    run(scenario())
+
+
+def test_a_proxy_that_answers_connect_with_garbage_broke_the_tunnel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def scenario() -> None:
+        async with serve(lambda s, n: b"garbage\r\n\r\n", close_after=True) as proxy:
+            monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
+            client = Client("https://api.example.com/v1", {}, trust_env=True)
+            with pytest.raises(http11.ConnectError, match=r"broke the tunnel: .* status line"):
+                await body_of(client)
+
+    run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("error", "text"),
+    [
+        (ConnectionRefusedError(111, "Connection refused"), "connection refused"),
+        (socket.gaierror(-2, "Name or service not known"), "could not be resolved (Name or"),
+        (ConnectionResetError(104, "reset"), "the server reset the connection"),
+        (BrokenPipeError(32, "pipe"), "while the request was being sent"),
+        (OSError(113, "No route to host"), "No route to host"),
+        (OSError(), "OSError"),
+    ],
+)
+def test_os_errors_are_told_in_words(error: OSError, text: str) -> None:
+    assert text in http11._os_error_text(error)
 
 
 def test_headers_are_read_without_case_and_repeats_are_kept() -> None:
