@@ -79,10 +79,29 @@ class RegexEvaluator:
 
     def __init__(self, timeout_s: float = 2.0, max_workers: int = 4) -> None:
         self.timeout_s = timeout_s
+        self._max_workers = max_workers
         self._slots = asyncio.Semaphore(max_workers)
         self._idle: list[asyncio.subprocess.Process] = []
         self._workers: set[asyncio.subprocess.Process] = set()
+        self._warming: set[asyncio.Task[None]] = set()
         self._closed = False
+
+    def start_workers(self, count: int) -> None:
+        """Start up to `count` workers in the background, so that the first checks find them
+        ready instead of waiting for Python and regress to load. A worker that fails to start
+        here is forgotten: the first check that needs one starts it and reports the failure."""
+        for _ in range(min(count, self._max_workers) - len(self._warming)):
+            task = asyncio.create_task(self._start_idle())
+            self._warming.add(task)
+            task.add_done_callback(self._warming.discard)
+
+    async def _start_idle(self) -> None:
+        async with self._slots:
+            try:
+                worker = await self._start()
+            except Exception:  # noqa: BLE001 - reported by the first check that needs a worker
+                return
+            self._idle.append(worker)
 
     async def test(self, pattern: str, flags: str, text: str) -> bool:
         """Raises RegexTimeout past the limit, ValueError for an invalid pattern or flags."""
@@ -112,6 +131,9 @@ class RegexEvaluator:
 
     async def aclose(self) -> None:
         self._closed = True
+        for task in list(self._warming):
+            task.cancel()
+        await asyncio.gather(*self._warming, return_exceptions=True)
         self._idle.clear()
         for worker in list(self._workers):
             await self._discard(worker)

@@ -188,3 +188,37 @@ def test_a_busy_worker_dies_with_a_killed_ruledrift(tmp_path: Path) -> None:
         parent.wait()
         if pid_file.exists() and pid_file.read_text():
             kill_survivors(int(pid_file.read_text()))
+
+
+@needs_proc
+def test_started_workers_are_ready_for_the_first_checks_and_closed_with_the_evaluator() -> None:
+    async def run() -> None:
+        before = children()
+        regex = RegexEvaluator(max_workers=4)
+        regex.start_workers(8)  # at most max_workers
+        regex.start_workers(8)  # while they start, no more are started
+        for _ in range(200):
+            if len(regex._idle) == 4:
+                break
+            await asyncio.sleep(0.05)
+        started = children() - before
+        assert len(started) == 4
+        assert await regex.test("a", "", "a")
+        assert children() - before == started  # the check used a worker already there
+        await regex.aclose()
+        assert children() == before
+
+    asyncio.run(run())
+
+
+@needs_proc
+def test_closing_while_workers_start_leaves_no_process_behind() -> None:
+    async def run() -> None:
+        before = children()
+        regex = RegexEvaluator()
+        regex.start_workers(4)
+        await asyncio.sleep(0.01)  # the processes exist, not yet ready
+        await regex.aclose()
+        assert children() == before
+
+    asyncio.run(run())
