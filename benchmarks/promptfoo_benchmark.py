@@ -70,7 +70,7 @@ PROMPTFOO_DIR = HERE / "promptfoo"
 PROMPTFOO_VERSION = "0.121.20"
 sys.path.insert(0, str(HERE))
 
-from run_benchmark import make_suite, measured_run  # noqa: E402
+from run_benchmark import make_suite, measured_run, size_arguments  # noqa: E402
 from scale_benchmark import serve  # noqa: E402
 
 # A chat prompt for promptfoo: the system message, this repeat's earlier turns of the
@@ -283,14 +283,7 @@ def promptfoo_env(folder: Path, base: str) -> dict[str, str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenarios", type=int, default=10)
-    parser.add_argument("--turns", type=int, default=20)
-    parser.add_argument("--probes", type=int, default=5)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--latency-ms", type=int, default=20)
-    parser.add_argument("--concurrency", type=int, default=8)
-    args = parser.parse_args()
+    args = size_arguments(__doc__.splitlines()[0], scenarios=10)
     promptfoo = install_promptfoo()
     node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True)
     with tempfile.TemporaryDirectory() as tmp:

@@ -37,6 +37,18 @@ raise SystemExit(code)
 """
 
 
+def size_arguments(description: str, *, scenarios: int) -> argparse.Namespace:
+    """The command line of the repeated-run benchmarks: suite size, repeats, latency, slots."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--scenarios", type=int, default=scenarios)
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--probes", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--latency-ms", type=int, default=20)
+    parser.add_argument("--concurrency", type=int, default=8)
+    return parser.parse_args()
+
+
 def make_suite(
     folder: Path, agent: list[str] | dict[str, object], scenarios: int, turns: int, probes: int
 ) -> Path:

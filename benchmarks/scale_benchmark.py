@@ -16,7 +16,6 @@ server-side limit on chats at once (its own process: its CPU is not counted):
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import json
 import statistics
@@ -30,7 +29,7 @@ from typing import Any
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from run_benchmark import make_suite, measured_run  # noqa: E402
+from run_benchmark import make_suite, measured_run, size_arguments  # noqa: E402
 
 
 def serve(folder: Path, latency_ms: int, slots: int) -> tuple[subprocess.Popen[bytes], str]:
@@ -79,14 +78,7 @@ def comparable(path: Path) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenarios", type=int, default=50)
-    parser.add_argument("--turns", type=int, default=20)
-    parser.add_argument("--probes", type=int, default=5)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--latency-ms", type=int, default=20)
-    parser.add_argument("--concurrency", type=int, default=8)
-    args = parser.parse_args()
+    args = size_arguments(__doc__.splitlines()[0], scenarios=50)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         server, base = serve(folder, args.latency_ms, args.concurrency)
