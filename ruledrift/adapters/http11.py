@@ -273,13 +273,13 @@ async def _chunked(
     reader: asyncio.StreamReader, idle_timeout_s: float | None
 ) -> AsyncIterator[bytes]:
     while True:
-        size_text = (await _body_line(reader)).split(b";", 1)[0].strip()
+        size_text = (await _body_line(reader, idle_timeout_s)).split(b";", 1)[0].strip()
         if not size_text or len(size_text) > 16 or size_text.strip(_HEX):
             raise ProtocolError("the server sent a chunked body with a malformed chunk size")
         left = int(size_text, 16)
         if left == 0:
             for _ in range(MAX_HEADERS):  # trailers, then the empty line
-                if not await _body_line(reader):
+                if not await _body_line(reader, idle_timeout_s):
                     return
             raise ProtocolError(f"the server sent more than {MAX_HEADERS} trailer lines")
         while left:
@@ -288,16 +288,23 @@ async def _chunked(
                 raise ProtocolError("the server closed the connection inside a chunk of its answer")
             left -= len(data)
             yield data
-        if await _body_line(reader):
+        if await _body_line(reader, idle_timeout_s):
             raise ProtocolError("the server sent a chunk longer than its size said")
 
 
 _HEX = b"0123456789abcdefABCDEF"
 
 
-async def _body_line(reader: asyncio.StreamReader) -> bytes:
+async def _body_line(reader: asyncio.StreamReader, idle_timeout_s: float | None) -> bytes:
+    """A line of a chunked body (a chunk size, the end of a chunk, a trailer), awaited no
+    longer than `idle_timeout_s` (ReadTimeout)."""
     try:
-        return await _line(reader)
+        if idle_timeout_s is None:
+            return await _line(reader)
+        async with asyncio.timeout(idle_timeout_s):
+            return await _line(reader)
+    except TimeoutError:
+        raise ReadTimeout(f"the server sent nothing for {idle_timeout_s:g} s") from None
     except _Closed:
         raise ProtocolError(
             "the server closed the connection before the end of its chunked answer"

@@ -231,7 +231,22 @@ def test_a_silent_server_is_a_read_timeout_and_a_refused_one_a_connect_error() -
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nab")
         await asyncio.sleep(5)
 
+    async def stalls_between_chunks(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n")
+        await asyncio.sleep(5)
+
     async def scenario() -> None:
+        async with serve(handler=stalls_between_chunks) as served:
+            client = Client(served.url, {}, trust_env=False)
+            response = await client.send("GET", "/", connect_timeout_s=1, head_timeout_s=1)
+            chunks = response.chunks(idle_timeout_s=0.2)
+            assert await anext(chunks) == b"ab"
+            with pytest.raises(http11.ReadTimeout, match=r"sent nothing for 0\.2 s"):
+                await anext(chunks)  # waiting for the next chunk's size line
+            await response.aclose()
         async with serve(handler=mute) as served:
             client = Client(served.url, {}, trust_env=False)
             with pytest.raises(http11.ReadTimeout, match=r"sent nothing for 0\.2 s"):
