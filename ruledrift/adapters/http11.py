@@ -23,11 +23,12 @@ import os
 import re
 import socket
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass
-from typing import overload
+from typing import TypeVar, overload
 from urllib.parse import SplitResult, unquote, urlsplit
 
+T = TypeVar("T")
 LINE_LIMIT = 65_536  # one status or header line, and one chunk-size line
 MAX_HEADERS = 256  # header lines in one answer
 READ_SIZE = 65_536  # the most one read of a body asks for
@@ -259,14 +260,19 @@ class Response:
             self._client._release(connection, self._done and self._keep_alive)
 
 
-async def _read(reader: asyncio.StreamReader, most: int, idle_timeout_s: float | None) -> bytes:
-    if idle_timeout_s is None:
-        return await reader.read(most)
+async def _within(silence_s: float | None, step: Awaitable[T]) -> T:
+    """`step`, or ReadTimeout when the server sends nothing for `silence_s` (None: no limit)."""
+    if silence_s is None:
+        return await step
     try:
-        async with asyncio.timeout(idle_timeout_s):
-            return await reader.read(most)
+        async with asyncio.timeout(silence_s):
+            return await step
     except TimeoutError:
-        raise ReadTimeout(f"the server sent nothing for {idle_timeout_s:g} s") from None
+        raise ReadTimeout(f"the server sent nothing for {silence_s:g} s") from None
+
+
+async def _read(reader: asyncio.StreamReader, most: int, idle_timeout_s: float | None) -> bytes:
+    return await _within(idle_timeout_s, reader.read(most))
 
 
 async def _chunked(
@@ -299,12 +305,7 @@ async def _body_line(reader: asyncio.StreamReader, idle_timeout_s: float | None)
     """A line of a chunked body (a chunk size, the end of a chunk, a trailer), awaited no
     longer than `idle_timeout_s` (ReadTimeout)."""
     try:
-        if idle_timeout_s is None:
-            return await _line(reader)
-        async with asyncio.timeout(idle_timeout_s):
-            return await _line(reader)
-    except TimeoutError:
-        raise ReadTimeout(f"the server sent nothing for {idle_timeout_s:g} s") from None
+        return await _within(idle_timeout_s, _line(reader))
     except _Closed:
         raise ProtocolError(
             "the server closed the connection before the end of its chunked answer"
@@ -433,14 +434,9 @@ class Client:
     ) -> Response:
         connection.writer.write(head + body if body else head)
         await connection.writer.drain()
-        if head_timeout_s is None:
-            status, reason, version, headers = await _read_head(connection.reader)
-        else:
-            try:
-                async with asyncio.timeout(head_timeout_s):
-                    status, reason, version, headers = await _read_head(connection.reader)
-            except TimeoutError:
-                raise ReadTimeout(f"the server sent nothing for {head_timeout_s:g} s") from None
+        status, reason, version, headers = await _within(
+            head_timeout_s, _read_head(connection.reader)
+        )
         if status == 101:
             raise ProtocolError("the server switched protocols, which RuleDrift never asked for")
         keep_alive = version == "HTTP/1.1" and "close" not in (
