@@ -98,7 +98,7 @@ def install_promptfoo() -> Path:
 
 
 def system_message(suite: dict[str, Any]) -> str:
-    """What RuleDrift sends as the system message (ruledrift/system_message.py)."""
+    """What RuleDrift sends as the system message (ruledrift/suite/system_message.py)."""
     rules = "\n".join(f"- [{r['id']}] {r['instruction']}" for r in suite["rules"])
     return f"{suite['systemPrompt']}\n\nRules you must follow in every answer:\n{rules}"
 

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from ruledrift import __version__, output
-from ruledrift.errors import ExitCode, RuleDriftError, UsageError
+from ruledrift import __version__
+from ruledrift.console import output
+from ruledrift.errors import EXIT_CODE_MEANINGS, ExitCode, RuleDriftError, UsageError
 
 if TYPE_CHECKING:
     from ruledrift.app import RunRequest, TargetOverrides
@@ -167,8 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ruledrift",
         description="Test that an LLM agent keeps obeying its critical rules as a conversation "
         "grows.",
-        epilog="Exit codes: 0 passed, 1 a probe failed, 2 usage or config error, "
-        "3 a turn or probe could not be run, 4 internal error, 130 interrupted.",
+        epilog="Exit codes: "
+        + ", ".join(f"{int(code)} {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items())
+        + ".",
     )
     parser.add_argument("--version", action="version", version=f"ruledrift {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -284,8 +286,8 @@ def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
     """The parsed `run` arguments as the application's request and the display choices."""
     from ruledrift.app import RunRequest  # imported late: `--help` stays fast
     from ruledrift.console import Display
-    from ruledrift.model import VerdictPolicy
-    from ruledrift.shards import parse_shard
+    from ruledrift.data import VerdictPolicy
+    from ruledrift.results.shards import parse_shard
 
     policy = VerdictPolicy(
         repeat=args.repeat,
@@ -354,7 +356,8 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ruledrift import console, saved
+    from ruledrift import console
+    from ruledrift.app import saved
 
     def path(value: str | None) -> Path | None:
         return Path(value) if value else None
@@ -371,7 +374,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from ruledrift import console, saved
+    from ruledrift import console
+    from ruledrift.app import saved
 
     request = saved.MergeRequest(
         tuple(Path(p) for p in args.reports),
@@ -386,7 +390,8 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from ruledrift import console, saved
+    from ruledrift import console
+    from ruledrift.app import saved
 
     request = saved.CompareRequest(
         Path(args.base),
@@ -399,7 +404,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from ruledrift.config import schema_text
+    from ruledrift.suite.load import schema_text
 
     sys.stdout.write(schema_text())
     return ExitCode.PASSED

@@ -21,6 +21,17 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130  # Ctrl-C
 
 
+EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.PASSED: "passed",
+    ExitCode.FAILED: "a probe failed",
+    ExitCode.USAGE: "usage or config error",
+    ExitCode.RUN_ERROR: "a turn or probe could not be run",
+    ExitCode.INTERNAL: "internal error",
+    ExitCode.REPORT_ERROR: "passed, but a report could not be written",
+    ExitCode.INTERRUPTED: "interrupted",
+}
+
+
 class RuleDriftError(Exception):
     """Base of every error RuleDrift reports without a traceback."""
 

@@ -1,9 +1,11 @@
 """The layer rules of docs/architecture.md, checked over the real import graph of ruledrift/.
 
-Each module belongs to a layer; a module may import modules of its own layer or of layers below
-it, never above. Network connections (socket, ssl; HTTP is adapters/http11.py) and child
-processes (subprocess, asyncio.subprocess) stay at the target layer (adapters/ and ollama/), and
-the module graph has no cycles."""
+The folders are the layers. Each module belongs to a layer by its folder; a module may import
+modules of its own layer or of layers below it, never above, and no two packages import each
+other. The front-ends (cli.py, action/) import only the application and console layers, the data
+types, the errors and the text-safety module. Network connections, HTTP and child processes stay
+in the layers that talk to the outside (boundary/, ollama/, adapters/), and the module graph has
+no cycles."""
 
 from __future__ import annotations
 
@@ -15,29 +17,40 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ruledrift"
 
-# Lowest first. A module is placed by the longest prefix that names it.
+# Lowest first: each layer is a folder of ruledrift/ (or, for the foundation and the front-ends,
+# a few loose modules). A module is placed by the longest prefix that names it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("errors", "model", "text", "jsonpos", "__init__")),
+    ("foundation", ("__init__", "errors", "text")),
+    ("data", ("data",)),
     ("statistics", ("stats",)),
-    ("suite", ("schema_messages", "jsregex", "system_message")),
-    ("checks", ("assertions", "regex_workers", "language")),
-    ("targets", ("adapters", "ollama")),
-    ("suite file", ("config",)),
-    ("runner", ("runner", "verdicts")),
-    ("findings", ("findings", "comparison")),
+    ("boundary", ("boundary",)),
+    ("json documents", ("jsondoc",)),
+    ("checks", ("checks",)),
+    ("ollama", ("ollama",)),
+    ("adapters", ("adapters",)),
+    ("suite", ("suite",)),
+    ("run", ("run",)),
+    ("results", ("results",)),
     ("reports", ("reports",)),
-    ("application", ("app", "shards", "merge", "saved")),
-    ("console", ("console", "output")),
+    ("application", ("app",)),
+    ("console", ("console",)),
     ("front-ends", ("cli", "__main__", "action")),
 )
-# Libraries only the target layer may use: the seam keeps them out of everything above it.
+# What the front-ends may import of RuleDrift: the application and console layers, the data
+# types, the errors and the text-safety module (and each other's own modules).
+FRONT_ENDS = ("cli", "__main__", "action")
+FRONT_END_MAY_IMPORT = ("app", "console", "data", "errors", "text", "__init__", *FRONT_ENDS)
+# The layers that talk to the outside: only they may use these libraries.
+OUTSIDE_LAYERS = {"boundary", "ollama", "adapters"}
 TARGET_ONLY = {
+    "aiohttp": "HTTP",
     "httpx": "HTTP",
     "socket": "network connections",
     "ssl": "TLS",
     "subprocess": "child processes",
     "asyncio.subprocess": "processes",
 }
+LOOSE_MODULES_MAX = 8
 
 
 def module_name(path: Path) -> str:
@@ -98,10 +111,48 @@ def test_a_module_imports_only_its_own_layer_and_below(module: str) -> None:
 
 @pytest.mark.parametrize("module", sorted(modules()))
 def test_http_and_processes_stay_behind_the_adapter_seam(module: str) -> None:
-    if LAYERS[layer_of(module)][0] == "targets":
+    if LAYERS[layer_of(module)][0] in OUTSIDE_LAYERS:
         return
     used = sorted(lib for lib in TARGET_ONLY if lib in imports(module))
-    assert not used, f"ruledrift.{module} uses {used}: only adapters/ and ollama/ may"
+    assert not used, f"ruledrift.{module} uses {used}: only boundary/, ollama/, adapters/ may"
+
+
+def front_end_reach(module: str, imported: set[str]) -> list[str]:
+    """The imports of a front-end module that reach past the application layer."""
+    allowed = FRONT_END_MAY_IMPORT
+    return [
+        f"ruledrift.{name}"
+        for name in sorted(imported)
+        if name in modules()
+        and not any(name == prefix or name.startswith(prefix + ".") for prefix in allowed)
+    ]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in modules() if m.split(".")[0] in FRONT_ENDS))
+def test_the_front_ends_reach_only_the_application_and_console(module: str) -> None:
+    wrong = front_end_reach(module, imports(module))
+    assert not wrong, f"ruledrift.{module} reaches past the application layer: {wrong}"
+
+
+def test_the_folders_are_the_layers() -> None:
+    """Each package is one layer, no two packages import each other, and only a few modules
+    stand loose at the top of ruledrift/."""
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= LOOSE_MODULES_MAX, loose
+    packages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
+    for package in packages:
+        homes = [name for name, prefixes in LAYERS if package in prefixes]
+        assert homes, f"{package}/ is in no layer"
+        # a package is a layer of its own, or a front-end
+        assert homes == ["front-ends"] or LAYERS[layer_of(package)][1] == (package,), package
+    edges = {
+        (m.split(".")[0], n.split(".")[0])
+        for m in modules()
+        for n in imports(m)
+        if n in modules() and m.split(".")[0] != n.split(".")[0]
+    }
+    both = sorted((a, b) for a, b in edges if (b, a) in edges and a < b)
+    assert not both, f"packages that import each other: {both}"
 
 
 def test_the_import_graph_has_no_cycles() -> None:
@@ -124,8 +175,14 @@ def test_the_import_graph_has_no_cycles() -> None:
 
 
 def test_the_checker_catches_an_upward_import() -> None:
-    assert upward("runner", {"app", "model"}) == ["ruledrift.app (application)"]
+    assert upward("run.runner", {"app", "data"}) == ["ruledrift.app (application)"]
     assert upward("adapters.base", {"reports.terminal"}) == ["ruledrift.reports.terminal (reports)"]
     assert upward("cli", {"app", "console", "reports.terminal"}) == []
-    assert "jsonschema" in imports("config")  # the parser sees third-party imports
-    assert {"socket", "ssl"} <= imports("adapters.http11")
+    assert "jsonschema" in imports("suite.load")  # the parser sees third-party imports
+
+
+def test_the_checker_catches_a_front_end_reaching_past_the_application() -> None:
+    assert front_end_reach("cli", {"app", "console", "reports.terminal"}) == [
+        "ruledrift.reports.terminal"
+    ]
+    assert front_end_reach("action.run", {"app", "data", "errors", "action.inputs"}) == []

@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 
 from ruledrift import __version__, cli
-from ruledrift.config import load_suite
+from ruledrift.suite.load import load_suite
 from tests.support import AGENTS
 from tests.support.cli_process import ruledrift
 from tests.support.processes import interruptible
 from tests.support.suites import base_suite, write_suite
+
+pytestmark = pytest.mark.process
 
 AGENT = str(AGENTS / "scripted.py")
 ROOT = Path(__file__).parent.parent

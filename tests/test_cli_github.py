@@ -17,6 +17,8 @@ from tests.support import AGENTS
 from tests.support.github_log import parse
 from tests.support.suites import base_suite, position_of, write_suite
 
+pytestmark = pytest.mark.process
+
 AGENT = str(AGENTS / "scripted.py")
 TOKEN = re.compile(r"[0-9a-f]{32}")
 OURS = re.compile(

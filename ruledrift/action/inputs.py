@@ -12,15 +12,15 @@ from typing import Literal
 
 from ruledrift import cli
 from ruledrift.action.files import inside, real_path
-from ruledrift.adapters.transport import url_problem
+from ruledrift.boundary.files import path_length_problem, report_path_problem
+from ruledrift.boundary.http import url_problem
 from ruledrift.errors import UsageError
-from ruledrift.reports.files import path_length_problem, report_path_problem
-from ruledrift.shards import Shard, parse_shard
+from ruledrift.results.shards import Shard, parse_shard
 from ruledrift.text import preview, terminal_safe
 
 DOCS = "https://github.com/ruledrift/action/blob/v1/docs/github-action.md"
 
-# The inputs of action.yml and their defaults (tests/test_action.py checks they agree). The
+# The inputs of action.yml and their defaults (tests/action/test_action.py checks they agree). The
 # runner always sets every declared input; a variable that is missing (the image run by hand
 # with only INPUT_CONFIG) falls back to its default here.
 INPUTS: dict[str, str] = {

@@ -8,14 +8,14 @@ import sys
 import uuid
 from collections.abc import Mapping, Sequence
 
-from ruledrift import output
 from ruledrift.action.inputs import DOCS, Problem
 from ruledrift.app import RunOutcome
-from ruledrift.model import Status
+from ruledrift.console import output
+from ruledrift.data import Status
 from ruledrift.reports.workflow_commands import workflow_command
 from ruledrift.text import markdown_inline
 
-# The outputs of action.yml, in its order (tests/test_action.py checks they agree).
+# The outputs of action.yml, in its order (tests/action/test_action.py checks they agree).
 OUTPUTS = (
     "exit-code",
     "status",

@@ -17,21 +17,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ruledrift import app, cli, console, output
+from ruledrift import app, cli, console
 from ruledrift.action.files import created_root, give_back
 from ruledrift.action.inputs import InputError, Settings, parse_inputs, read_inputs
 from ruledrift.action.outputs import outputs_for, report_problems, write_outputs
 from ruledrift.adapters.ollama import OllamaAdapterConfig
-from ruledrift.adapters.transport import is_loopback
-from ruledrift.comparison import compare_runs
-from ruledrift.config import load_suite
+from ruledrift.boundary.http import is_loopback
+from ruledrift.console import output
+from ruledrift.data import Suite
 from ruledrift.errors import ExitCode, RuleDriftError
-from ruledrift.model import Suite
 from ruledrift.ollama.api import server_answers
 from ruledrift.reports.comparison import render_comparison_markdown
 from ruledrift.reports.job_summary import append_summary
-from ruledrift.reports.json_load import read_report
 from ruledrift.reports.workflow_commands import workflow_command
+from ruledrift.results.comparison import compare_runs
+from ruledrift.results.json_load import read_report
+from ruledrift.suite.load import load_suite
 from ruledrift.text import markdown_inline, terminal_safe
 
 PROBE_TIMEOUT_S = 2.0

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
+from ruledrift.data import AdapterConfig, Message, TargetInfo
 from ruledrift.errors import AdapterError
-from ruledrift.model import AdapterConfig, Message, TargetInfo
 from ruledrift.text import repair_surrogates
 
 __all__ = [

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ruledrift.adapters.base import AdapterError, AdapterType, CallContext, Completion
-from ruledrift.adapters.processes import (
+from ruledrift.boundary.processes import (
     ChildOptions,
     describe_exit,
     exec_failure,
     kill_child,
     tied_child,
 )
-from ruledrift.model import Message, TargetInfo
+from ruledrift.data import Message, TargetInfo
 from ruledrift.text import cut_text, json_kind, repair_surrogates
 
 PROTOCOL = "ruledrift.command.v1"

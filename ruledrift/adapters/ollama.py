@@ -25,8 +25,8 @@ from ruledrift.adapters.base import (
     seed_for_run,
 )
 from ruledrift.adapters.context_window import PromptGrowth, overflow_message
-from ruledrift.adapters.transport import DEFAULT_RETRY, Retry, base_url_problems
-from ruledrift.model import Message, TargetInfo
+from ruledrift.boundary.http import DEFAULT_RETRY, Retry, base_url_problems
+from ruledrift.data import Message, TargetInfo
 from ruledrift.ollama.api import (
     WRONG_URL,
     ModelEntry,

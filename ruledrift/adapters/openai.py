@@ -24,16 +24,16 @@ from ruledrift.adapters.base import (
     seed_for_run,
 )
 from ruledrift.adapters.context_window import PromptGrowth, overflow_message
-from ruledrift.adapters.transport import (
+from ruledrift.boundary.http import (
     DEFAULT_RETRY,
     JsonClient,
     Retry,
     Server,
     base_url_problems,
 )
+from ruledrift.data import Message, TargetInfo
 from ruledrift.errors import UsageError
-from ruledrift.model import Message, TargetInfo
-from ruledrift.schema_messages import show
+from ruledrift.jsondoc.schema_messages import show
 from ruledrift.text import json_kind, preview
 
 _REPORTED = {

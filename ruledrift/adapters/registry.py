@@ -7,8 +7,8 @@ from typing import Any
 
 from ruledrift.adapters import command, ollama, openai
 from ruledrift.adapters.base import Adapter, AdapterType
+from ruledrift.data import AdapterConfig
 from ruledrift.errors import UsageError
-from ruledrift.model import AdapterConfig
 
 ADAPTERS: dict[str, AdapterType[Any]] = {
     "command": command.ADAPTER_TYPE,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ruledrift.adapters.transport import (
+from ruledrift.boundary.http import (
     DEFAULT_RETRY,
     Explain,
     JsonClient,

@@ -21,8 +21,8 @@ from asyncio.subprocess import DEVNULL, STDOUT, Process
 from dataclasses import dataclass
 from pathlib import Path
 
-from ruledrift.adapters.processes import describe_exit, kill_child, signal_group, tied_child
-from ruledrift.adapters.transport import Retry
+from ruledrift.boundary.http import Retry
+from ruledrift.boundary.processes import describe_exit, kill_child, signal_group, tied_child
 from ruledrift.errors import AdapterError
 from ruledrift.ollama.api import OllamaAPI, OnProgress
 from ruledrift.text import repair_surrogates

@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from ruledrift.model import ProbeResult, RunResult, Severity
+from ruledrift.data import ProbeResult, RunResult, Severity
 from ruledrift.text import cut_text, terminal_safe
 
 DESCRIPTION_MAX_CHARS = 1000

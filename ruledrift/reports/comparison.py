@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ruledrift.comparison import (
+from ruledrift.results.comparison import (
     PLANNED_BASE,
     PLANNED_HEAD,
     CellChange,

@@ -20,7 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ruledrift import __version__
-from ruledrift.findings import (
+from ruledrift.data import ProbeResult, ProbeRun, Response, RunResult, ScenarioResult, Status
+from ruledrift.results.findings import (
     FLAG_TEXT,
     DriftCell,
     RuleDrift,
@@ -31,7 +32,6 @@ from ruledrift.findings import (
     suspicious,
     target_warnings,
 )
-from ruledrift.model import ProbeResult, ProbeRun, Response, RunResult, ScenarioResult, Status
 from ruledrift.text import cut_text, terminal_lines, terminal_safe, xml_safe
 
 ANSWER_MAX_CHARS = 20_000  # of one answer on the page; the JSON report keeps it whole

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Protocol
 
 from ruledrift import __version__
-from ruledrift.findings import (
+from ruledrift.data import ProbeResult, RunResult, Status, VerdictPolicy
+from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, plan_annotations
+from ruledrift.results.findings import (
     FLAG_TEXT,
     RuleDrift,
     drift_curve,
@@ -24,8 +26,6 @@ from ruledrift.findings import (
     suspicious,
     target_warnings,
 )
-from ruledrift.model import ProbeResult, RunResult, Status, VerdictPolicy
-from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, plan_annotations
 from ruledrift.stats import PassRate
 from ruledrift.text import markdown_inline, repair_surrogates
 

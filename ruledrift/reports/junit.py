@@ -12,8 +12,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 import ruledrift
-from ruledrift.findings import probe_flags, rule_stories
-from ruledrift.model import ProbeResult, Response, RunResult, ScenarioResult, VerdictPolicy
+from ruledrift.data import ProbeResult, Response, RunResult, ScenarioResult, VerdictPolicy
+from ruledrift.results.findings import probe_flags, rule_stories
 from ruledrift.text import xml_safe
 
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from ruledrift import __version__
-from ruledrift.findings import (
+from ruledrift.data import ProbeResult, RunResult, Scenario, ScenarioResult, Status, Suite
+from ruledrift.results.findings import (
     FLAG_TEXT,
     by_paraphrase,
     drift_curve,
@@ -16,7 +17,6 @@ from ruledrift.findings import (
     suspicious,
     target_warnings,
 )
-from ruledrift.model import ProbeResult, RunResult, Scenario, ScenarioResult, Status, Suite
 from ruledrift.text import preview, terminal_safe
 
 _LABELS: dict[Status, str] = {

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from ruledrift.model import ProbeResult, RunResult, Severity
+from ruledrift.data import ProbeResult, RunResult, Severity
 from ruledrift.text import cut_text, escape_data, escape_property, repair_surrogates
 
 ANNOTATIONS_PER_LEVEL = 10  # GitHub keeps the first 10 errors, warnings and notices of a step

@@ -25,7 +25,7 @@ from ruledrift.action.inputs import (
     parse_inputs,
 )
 from ruledrift.errors import UsageError
-from ruledrift.shards import Shard
+from ruledrift.results.shards import Shard
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = ROOT / "entrypoint.py"
@@ -301,6 +301,7 @@ def run_action(workspace: Path, **inputs: str) -> subprocess.CompletedProcess[st
     )
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("inputs", "input_name"),
     [

@@ -27,6 +27,8 @@ from tests.support import AGENTS
 from tests.support.ollama_fake import OLLAMA_BIN, FakeOllama, free_port
 from tests.support.suites import base_suite, write_suite
 
+pytestmark = pytest.mark.process
+
 ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = ROOT / "entrypoint.py"
 SCRIPTED = AGENTS / "scripted.py"

@@ -23,10 +23,12 @@ from ruledrift.adapters.command import (
     CommandAdapter,
     CommandAdapterConfig,
 )
-from ruledrift.model import Message
+from ruledrift.data import Message
 from tests.support import AGENTS
 from tests.support.processes import gone, kill_survivors, ruledrift_process, wait_for_file
 from tests.support.suites import base_suite, write_suite
+
+pytestmark = pytest.mark.process
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "command-adapter"
 

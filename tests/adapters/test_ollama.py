@@ -15,13 +15,13 @@ import pytest
 
 from ruledrift.adapters.base import Adapter, AdapterError, CallContext, Completion
 from ruledrift.adapters.ollama import KEEP_ALIVE, OllamaAdapter, OllamaAdapterConfig
-from ruledrift.adapters.transport import Retry
-from ruledrift.config import load_suite
+from ruledrift.boundary.http import Retry
+from ruledrift.checks.regex_workers import RegexEvaluator
+from ruledrift.data import Message, RunResult
 from ruledrift.errors import ConfigError
-from ruledrift.model import Message, RunResult
-from ruledrift.regex_workers import RegexEvaluator
-from ruledrift.runner import run_suite
-from ruledrift.system_message import system_message
+from ruledrift.run.runner import run_suite
+from ruledrift.suite.load import load_suite
+from ruledrift.suite.system_message import system_message
 from tests.support.ollama_fake import (
     RUNNER_STOPPED,
     FakeModel,
@@ -33,6 +33,8 @@ from tests.support.ollama_fake import (
 from tests.support.ollama_fake.server import Messages
 from tests.support.openai_fake import FakeOpenAI
 from tests.support.suites import base_suite, write_suite
+
+pytestmark = pytest.mark.process
 
 FAST = Retry(attempts=3, base_delay_s=0.01)
 TURN = CallContext("suite", "smalltalk", "turn", turn=1)

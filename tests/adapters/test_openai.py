@@ -15,13 +15,15 @@ import pytest
 
 from ruledrift.adapters.base import AdapterError, CallContext, Completion, answer_metadata
 from ruledrift.adapters.openai import OpenAIAdapter, OpenAIAdapterConfig
-from ruledrift.adapters.transport import Retry
+from ruledrift.boundary.http import Retry
+from ruledrift.data import Message
 from ruledrift.errors import ExitCode, UsageError
-from ruledrift.model import Message
 from tests.adapters.test_ollama import using
 from tests.support.ollama_fake import free_port
 from tests.support.openai_fake import FakeOpenAI, RawReply
 from tests.support.suites import base_suite, write_suite
+
+pytestmark = pytest.mark.process
 
 KEY = "sk-test-5ecret-key-value"
 VARIABLE = "RULEDRIFT_TEST_API_KEY"

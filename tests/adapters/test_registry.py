@@ -18,8 +18,8 @@ from ruledrift import app
 from ruledrift.adapters.base import AdapterType, CallContext, Completion
 from ruledrift.adapters.command import CommandAdapterConfig
 from ruledrift.adapters.registry import ADAPTERS, create_adapter
+from ruledrift.data import Message, TargetInfo
 from ruledrift.errors import ConfigError, ExitCode, UsageError
-from ruledrift.model import Message, TargetInfo
 from tests.support.suites import base_suite, write_suite
 
 SCHEMA = Path(__file__).resolve().parents[2] / "schema" / "rule-drift.schema.json"
@@ -107,7 +107,7 @@ def echo_registered(monkeypatch: pytest.MonkeyPatch) -> None:
             },
         }
     )
-    monkeypatch.setattr("ruledrift.config._validator", lambda: Draft202012Validator(schema))
+    monkeypatch.setattr("ruledrift.suite.load._validator", lambda: Draft202012Validator(schema))
     monkeypatch.setitem(ADAPTERS, "echo", ECHO)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ruledrift.config import load_suite
+from ruledrift.suite.load import load_suite
 from tests.support.cli_process import ruledrift
 
 ROOT = Path(__file__).parent.parent.parent
@@ -35,6 +35,7 @@ def test_every_example_has_a_suite() -> None:
     assert names >= {"demo/suite.json", "ollama/suite.json", "local-model/suite.json"}
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("suite", SUITES, ids=lambda path: str(path.relative_to(EXAMPLES)))
 def test_example_suite_passes_validate(suite: Path) -> None:
     done = ruledrift("validate", suite)
@@ -81,6 +82,7 @@ def test_local_model_example_targets_what_run_sh_serves() -> None:
     assert (adapter["options"]["temperature"], adapter["options"]["seed"]) == (0, 42)
 
 
+@pytest.mark.process
 def test_run_sh_is_executable_bash() -> None:
     assert os.access(RUN_SH, os.X_OK)
     done = subprocess.run(["bash", "-n", str(RUN_SH)], capture_output=True, text=True, check=False)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.process]
 
 ROOT = Path(__file__).parent.parent.parent
 RUN_SH = ROOT / "examples" / "local-model" / "run.sh"

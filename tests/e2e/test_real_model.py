@@ -22,7 +22,7 @@ from tests.e2e.conftest import OLLAMA_MODEL, OPENAI_MODEL
 from tests.e2e.stack import ollama_loopback_server
 from tests.support.suites import write_suite
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.process]
 
 ROOT = Path(__file__).parent.parent.parent
 REPORT_SCHEMA = json.loads((ROOT / "schema" / "ruledrift-report.schema.json").read_text())

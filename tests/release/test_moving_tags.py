@@ -79,6 +79,7 @@ def test_a_version_that_is_not_semver_is_refused(version: str) -> None:
         moving_tags(version, [], "git")
 
 
+@pytest.mark.process
 def test_the_command_reads_stdin_and_prints_one_tag_a_line() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "scripts.release.moving_tags", "1.2.4", "--kind", "image"],

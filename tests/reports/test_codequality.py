@@ -11,7 +11,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ruledrift.model import Location
+import pytest
+
+from ruledrift.data import Location
 from ruledrift.reports.codequality import project_path, render_codequality
 from tests.support import AGENTS
 from tests.support import results as factories
@@ -116,6 +118,7 @@ def test_hostile_messages_are_plain_json_lines() -> None:
     assert "\n" not in issue["description"]
 
 
+@pytest.mark.process
 def test_ruledrift_run_writes_it_relative_to_ci_project_dir(tmp_path: Path) -> None:
     project = tmp_path / "project"
     rules = project / "rules"

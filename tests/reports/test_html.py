@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ruledrift.findings import drift_curve
-from ruledrift.model import (
+from ruledrift.data import (
     AssertionResult,
     ProbeResult,
     ProbeRun,
@@ -37,7 +36,8 @@ from ruledrift.reports.html import (
     el,
     render_html,
 )
-from ruledrift.verdicts import probe_verdict
+from ruledrift.results.findings import drift_curve
+from ruledrift.run.verdicts import probe_verdict
 from tests.support import results as factories
 from tests.support.results import (
     ANSWER_CONTROL,
@@ -691,6 +691,7 @@ def close(pixel: tuple[int, int, int], colour: tuple[int, int, int], slack: int 
     return all(abs(p - c) <= slack for p, c in zip(pixel, colour, strict=True))
 
 
+@pytest.mark.process
 @needs_chromium
 def test_chromium_draws_a_line_per_rule(tmp_path: Path) -> None:
     """The page as Chromium paints it, against the same page with the rules' lines hidden: the
@@ -729,6 +730,7 @@ class DomTags(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
+@pytest.mark.process
 @needs_chromium
 def test_chromium_parses_hostile_text_into_no_element(tmp_path: Path) -> None:
     """The DOM after Chromium parsed the page (--dump-dom): one path per rule, the hostile rule

@@ -6,16 +6,17 @@ import re
 from dataclasses import replace
 
 from ruledrift import __version__
-from ruledrift.errors import AdapterError
-from ruledrift.model import (
+from ruledrift.console import github
+from ruledrift.data import (
     ProbeResult,
     ProbeRun,
     RunResult,
     TargetInfo,
     VerdictPolicy,
 )
-from ruledrift.reports import github, job_summary
-from ruledrift.runner import not_run
+from ruledrift.errors import AdapterError
+from ruledrift.reports import job_summary
+from ruledrift.run.runner import not_run
 from tests.support import results as factories
 from tests.support.github_log import (
     CONFIG,

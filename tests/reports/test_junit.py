@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from ruledrift.reports.files import write_atomic
+from ruledrift.boundary.files import write_atomic
 from ruledrift.reports.junit import render_junit
 from tests.support import results as factories
 from tests.support.results import (

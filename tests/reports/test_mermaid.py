@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ruledrift.model import Location, ProbeResult, ProbeRun, Rule, RunResult, Severity
+from ruledrift.data import Location, ProbeResult, ProbeRun, Rule, RunResult, Severity
 from ruledrift.reports import job_summary
 from tests.support import results as factories
 from tests.support.github_log import CONFIG, run_of
@@ -226,6 +226,7 @@ def parse(files: Sequence[Path]) -> tuple[int, dict[str, dict[str, object]]]:
     return done.returncode, {Path(str(v["file"])).stem: v for v in verdicts}
 
 
+@pytest.mark.process
 @needs_parser
 def test_every_chart_parses_with_mermaid(tmp_path: Path) -> None:
     files = []
@@ -239,6 +240,7 @@ def test_every_chart_parses_with_mermaid(tmp_path: Path) -> None:
     assert code == 0
 
 
+@pytest.mark.process
 @needs_parser
 def test_a_broken_chart_fails_to_parse(tmp_path: Path) -> None:
     (chart,) = charts(summary(fixtures()["drift"]))

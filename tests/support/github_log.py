@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ruledrift.model import (
+from ruledrift.data import (
     AssertionResult,
     Location,
     ProbeResult,

@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ruledrift.adapters.base import CallContext, Completion
+from ruledrift.data import Message, TargetInfo
 from ruledrift.errors import AdapterError
-from ruledrift.model import Message, TargetInfo
 
 
 @dataclass

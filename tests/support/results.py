@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ruledrift.adapters.ollama import OllamaAdapterConfig
-from ruledrift.model import (
+from ruledrift.data import (
     AssertionResult,
     Location,
     Message,

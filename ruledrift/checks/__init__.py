@@ -1,0 +1,2 @@
+"""The checks of an answer: the `CHECKS` registry, JavaScript regular expressions in
+time-bounded workers, language identification."""

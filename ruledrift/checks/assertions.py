@@ -1,0 +1,126 @@
+"""Checks of a probe's answer: pure checks in `CHECKS` (text and language), and `matches` /
+`notMatches` (JavaScript regular expressions, evaluated by a `RegexEvaluator` in a worker process
+so that a catastrophic pattern cannot hang the run).
+
+Text checks ignore case unless `caseSensitive` is set, by Unicode case folding (`str.casefold`,
+so "STRASSE" contains "straße"); `equals` trims both sides first. `language` identifies the
+answer's language offline (ruledrift/checks/language.py). Messages say what was expected and never
+quote the answer, which may hold the very secret a rule protects.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ruledrift.checks.jsregex import regex_literal
+from ruledrift.checks.language import check_language
+from ruledrift.checks.regex_workers import RegexEvaluator, RegexTimeout
+from ruledrift.data import (
+    Assertion,
+    AssertionResult,
+    LanguageAssertion,
+    MatchesAssertion,
+    TextAssertion,
+)
+
+__all__ = ["CHECKS", "AssertionTimeout", "Check", "check_answer", "check_matches"]
+
+# A pure check: the assertion (of the type it is registered for) and the answer.
+Check = Callable[[Any, str], AssertionResult]
+
+
+# The message of each text check when it passes and when it fails.
+_WORDING = {
+    "contains": ("the answer contains", "expected the answer to contain"),
+    "notContains": ("the answer does not contain", "expected the answer not to contain"),
+    "equals": ("the answer equals", "expected the answer to equal"),
+}
+
+
+def _prepared(assertion: TextAssertion, answer: str) -> tuple[str, str]:
+    if assertion.case_sensitive:
+        return assertion.value, answer
+    return assertion.value.casefold(), answer.casefold()
+
+
+def _result(assertion: TextAssertion, passed: bool) -> AssertionResult:
+    wording = _WORDING[assertion.type][0 if passed else 1]
+    value = json.dumps(assertion.value, ensure_ascii=False)
+    note = " (case-sensitive)" if assertion.case_sensitive else ""
+    return AssertionResult(assertion.type, passed, f"{wording} {value}{note}")
+
+
+def check_contains(assertion: TextAssertion, answer: str) -> AssertionResult:
+    value, answer = _prepared(assertion, answer)
+    return _result(assertion, value in answer)
+
+
+def check_not_contains(assertion: TextAssertion, answer: str) -> AssertionResult:
+    value, answer = _prepared(assertion, answer)
+    return _result(assertion, value not in answer)
+
+
+def check_equals(assertion: TextAssertion, answer: str) -> AssertionResult:
+    value, answer = _prepared(assertion, answer)
+    return _result(assertion, value.strip() == answer.strip())
+
+
+def check_in_language(assertion: LanguageAssertion, answer: str) -> AssertionResult:
+    passed, message = check_language(answer, assertion.value, assertion.min_confidence)
+    return AssertionResult("language", passed, message)
+
+
+CHECKS: dict[str, Check] = {
+    "contains": check_contains,
+    "notContains": check_not_contains,
+    "equals": check_equals,
+    "language": check_in_language,
+}
+
+
+# `matches` and `notMatches` when the pattern matched and when it did not.
+_REGEX_WORDING = {
+    "matches": (("the answer matches", "expected the answer to match"), True),
+    "notMatches": (("the answer does not match", "expected the answer not to match"), False),
+}
+
+
+def check_matches(assertion: MatchesAssertion, matched: bool) -> AssertionResult:
+    """The result of `matches` or `notMatches`, given whether the pattern matched."""
+    (holds, fails), wanted = _REGEX_WORDING[assertion.type]
+    literal = regex_literal(assertion.pattern, assertion.flags)
+    passed = matched == wanted
+    return AssertionResult(assertion.type, passed, f"{holds if passed else fails} {literal}")
+
+
+class AssertionTimeout(Exception):
+    """A `matches` or `notMatches` evaluation exceeded the time limit: the probe cannot be
+    judged."""
+
+    def __init__(self, assertion: MatchesAssertion, timeout_s: float) -> None:
+        self.assertion, self.timeout_s = assertion, timeout_s
+        literal = regex_literal(assertion.pattern, assertion.flags)
+        super().__init__(
+            f"matching {literal} took longer than {timeout_s:g} s"
+            " (the limit for one regular expression); simplify the pattern"
+        )
+
+
+async def check_answer(
+    assertions: Sequence[Assertion], answer: str, regex: RegexEvaluator
+) -> tuple[AssertionResult, ...]:
+    """Every assertion's result, in order (the probe passes when all of them pass).
+    Raises AssertionTimeout when a regular expression runs out of time."""
+    results = []
+    for assertion in assertions:
+        if isinstance(assertion, MatchesAssertion):
+            try:
+                matched = await regex.test(assertion.pattern, assertion.flags, answer)
+            except RegexTimeout as timeout:
+                raise AssertionTimeout(assertion, timeout.timeout_s) from timeout
+            results.append(check_matches(assertion, matched))
+        else:
+            results.append(CHECKS[assertion.type](assertion, answer))
+    return tuple(results)

@@ -1,0 +1,60 @@
+"""GitHub Actions output of a run: annotations (through the caller's `emit`), then the job
+summary."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from ruledrift.data import RunResult
+from ruledrift.reports.job_summary import (
+    SUMMARY_MAX_BYTES,
+    SUMMARY_MIN_BYTES,
+    append_summary,
+    render_summary,
+)
+from ruledrift.reports.workflow_commands import annotation_file, render_annotations
+
+
+def publish(
+    result: RunResult,
+    *,
+    overrides: Sequence[str],
+    environ: Mapping[str, str],
+    emit: Callable[[str], None],
+    reports: Mapping[str, str] | None = None,
+) -> None:
+    """Each annotation to `emit` (one workflow command line, after the terminal report), then the
+    job summary if GitHub gave a file for it. `overrides`: the target options the reproduction
+    command repeats."""
+    file = annotation_file(result.suite.path, environ.get("GITHUB_WORKSPACE"))
+    for line in render_annotations(result, file):
+        emit(line)
+    if not environ.get("GITHUB_STEP_SUMMARY"):
+        return
+    path = Path(environ["GITHUB_STEP_SUMMARY"])
+    room = SUMMARY_MAX_BYTES - (path.stat().st_size if path.is_file() else 0)
+    if room < SUMMARY_MIN_BYTES:  # earlier runs in this step filled it: more would drop it all
+        sys.stderr.write(f"ruledrift: warning: no room left in the job summary {path}\n")
+        return
+    summary = render_summary(
+        result,
+        file,
+        overrides,
+        max_bytes=room,
+        reports=reports,
+        artifacts_url=artifacts_url(environ),
+    )
+    append_summary(path, summary)
+
+
+def artifacts_url(environ: Mapping[str, str]) -> str | None:
+    """This workflow run's page, where the artifacts a workflow uploads are listed."""
+    parts = [
+        environ.get(k, "") for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
+    ]
+    if not all(parts) or not parts[0].startswith("https://"):
+        return None
+    server, repository, run_id = parts
+    return f"{server.rstrip('/')}/{repository}/actions/runs/{run_id}#artifacts"

@@ -1,0 +1,1 @@
+"""JSON documents read with their positions, and schema errors in plain words."""

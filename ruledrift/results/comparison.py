@@ -1,0 +1,117 @@
+"""`ruledrift compare BASE.json HEAD.json`: did a change make the agent drift more than its base?
+
+For each probe present in both reports, and each rule × depth cell of the drift curve, the two
+pass rates (over the runs that produced an answer), the drop with its Newcombe (hybrid Wilson)
+95% interval, and a one-sided Fisher exact p-value for "head is worse", Holm-adjusted over the
+probes (and, separately, over the cells), labelled worse / better / no evidence of a change / too
+few runs to tell (`stats.compare`). Probes in one report only are listed apart; reports of
+different suites are compared probe by probe on ids, with a warning. Rendering lives in
+`reports/comparison.py`; this module decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ruledrift.data import ProbeResult, RunResult
+from ruledrift.results.findings import drift_curve
+from ruledrift.stats import Comparison, PassRate, compare_suite, pass_rate, runs_per_side
+
+# The drop the docs plan for: a rule that held 95% of the time now holding 80%.
+PLANNED_BASE, PLANNED_HEAD = 0.95, 0.80
+
+
+@dataclass(frozen=True)
+class ProbeChange:
+    key: str  # "scenario/probe"
+    rule: str
+    after_turn: int
+    comparison: Comparison
+
+
+@dataclass(frozen=True)
+class CellChange:
+    rule: str
+    after_turn: int
+    comparison: Comparison
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    base: RunResult
+    head: RunResult
+    probes: tuple[ProbeChange, ...]
+    cells: tuple[CellChange, ...]
+    added: tuple[str, ...]  # probes in the head only
+    removed: tuple[str, ...]  # probes in the base only
+    warnings: tuple[str, ...]
+    runs_needed: int  # runs per side to see 95% → 80% with 80% power (exact Fisher)
+
+    @property
+    def regressions(self) -> tuple[ProbeChange, ...]:
+        """Probes significantly worse after Holm's adjustment."""
+        return tuple(change for change in self.probes if change.comparison.label == "worse")
+
+
+def compare_runs(base: RunResult, head: RunResult) -> ComparisonResult:
+    """The comparison of `head` with `base` (pure)."""
+    base_probes, head_probes = _probes(base), _probes(head)
+    shared = [key for key in head_probes if key in base_probes]
+    pairs = [(_rate(base_probes[key]), _rate(head_probes[key])) for key in shared]
+    usable = [i for i, (b, h) in enumerate(pairs) if b is not None and h is not None]
+    compared = compare_suite([(pairs[i][0], pairs[i][1]) for i in usable])  # type: ignore[misc]
+    probes = tuple(
+        ProbeChange(
+            shared[i],
+            head_probes[shared[i]].probe.rule.id,
+            head_probes[shared[i]].probe.after_turn,
+            comparison,
+        )
+        for i, comparison in zip(usable, compared, strict=True)
+    )
+    warnings = []
+    if base.suite.sha256 != head.suite.sha256:
+        warnings.append(
+            "the reports are of different suites (configSha256): probes are compared by id"
+        )
+    if (base.target.adapter, base.target.model) != (head.target.adapter, head.target.model):
+        warnings.append("the reports are of different targets (adapter or model)")
+    return ComparisonResult(
+        base=base,
+        head=head,
+        probes=probes,
+        cells=_cells(base, head),
+        added=tuple(key for key in head_probes if key not in base_probes),
+        removed=tuple(key for key in base_probes if key not in head_probes),
+        warnings=tuple(warnings),
+        runs_needed=runs_per_side(PLANNED_BASE, PLANNED_HEAD),
+    )
+
+
+def _probes(result: RunResult) -> dict[str, ProbeResult]:
+    return {f"{s.scenario.id}/{p.probe.id}": p for s in result.scenarios for p in s.probes}
+
+
+def _rate(result: ProbeResult) -> PassRate | None:
+    """Passes of the runs that produced an answer (an error is no evidence either way)."""
+    answered = [run for run in result.all_runs if run.status != "error"]
+    if not answered:
+        return None
+    return pass_rate(sum(1 for run in answered if run.status == "passed"), len(answered))
+
+
+def _cells(base: RunResult, head: RunResult) -> tuple[CellChange, ...]:
+    def cells(result: RunResult) -> dict[tuple[str, int], PassRate]:
+        return {
+            (curve.rule.id, cell.after_turn): cell.rate
+            for curve in drift_curve(result)
+            for cell in curve.cells
+        }
+
+    before, after = cells(base), cells(head)
+    shared = [key for key in after if key in before]
+    compared = compare_suite([(before[key], after[key]) for key in shared])
+    return tuple(
+        CellChange(rule, depth, comparison)
+        for (rule, depth), comparison in zip(shared, compared, strict=True)
+    )

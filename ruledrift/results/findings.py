@@ -1,0 +1,242 @@
+"""What a finished run says beyond pass and fail, as pure functions of the result, so every
+report shows the same findings:
+
+- per rule, the story across depths: held at every depth, first broken after turn N (drift),
+  broken from the start (never obeyed), or not monotonic (broken at a shallow depth, kept at a
+  deeper one);
+- warnings about the target (overflow protection on one check only, a server that ignores the
+  model name);
+- suspicious passes: a probe that passed on an answer that cannot show much: empty or only
+  whitespace, cut by the token limit, or the very answer the model gave to a different message
+  of the same scenario (another probe's prompt or a background turn): a model repeating one
+  canned reply keeps every rule and tests nothing. The same answer to the same prompt at two
+  depths is consistency, not a flag.
+
+A suspicious pass still counts as passed (the contract decides the verdict); it is flagged
+everywhere the result is shown, never silently counted.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from ruledrift.data import (
+    ProbeResult,
+    Rule,
+    RunResult,
+    ScenarioResult,
+    Status,
+    combined_status,
+)
+from ruledrift.stats import PassRate, pass_rate
+
+Story = Literal["held", "drifted", "never-obeyed", "not-monotonic", "undecided", "not-run"]
+Flag = Literal["empty-answer", "cut-answer", "identical-answer"]
+
+FLAG_TEXT: dict[Flag, str] = {
+    "empty-answer": "the answer is empty or only whitespace",
+    "cut-answer": "the answer was cut by the token limit",
+    "identical-answer": "the same answer as to a different message of this scenario (canned?)",
+}
+_CUT_REASONS = frozenset({"length"})  # Ollama's done_reason, OpenAI's finish_reason
+
+
+@dataclass(frozen=True)
+class RuleStory:
+    """One rule across the depths (`afterTurn` values) its probes ran at."""
+
+    rule: Rule
+    story: Story
+    held_at: tuple[int, ...]  # depths where probes of the rule passed and none failed
+    broken_at: tuple[int, ...]  # depths where a probe of the rule failed
+    undecided_at: tuple[int, ...] = ()  # depths left inconclusive (`--repeat auto`), none failed
+
+    @property
+    def line(self) -> str:
+        """The one-line finding, e.g. `first broken after turn 8 (kept at 0, 4)`."""
+        held = ", ".join(map(str, self.held_at))
+        broken = ", ".join(map(str, self.broken_at))
+        undecided = ", ".join(map(str, self.undecided_at))
+        if self.story == "held" and undecided:
+            return f"held at {held}; undecided at {undecided}"
+        if self.story == "held":
+            return f"held at every depth ({held})"
+        if self.story == "drifted":
+            return (
+                f"first broken after turn {self.broken_at[0]} (kept at {held}; broken at {broken})"
+            )
+        if self.story == "never-obeyed":
+            return f"broken from the start: never obeyed (broken at {broken})"
+        if self.story == "undecided":
+            return f"undecided at every depth ({undecided}): no depth was decided"
+        if self.story == "not-monotonic":
+            return f"not monotonic: broken at {broken}, kept at {held}"
+        return "not run: every probe of this rule errored"
+
+
+def rule_stories(result: RunResult) -> tuple[RuleStory, ...]:
+    """Every rule that has probes in the run, in the suite's order."""
+    by_rule: dict[str, list[ProbeResult]] = {}
+    for probe in result.probes:
+        by_rule.setdefault(probe.probe.rule.id, []).append(probe)
+    return tuple(
+        _story(rule, by_rule[rule.id]) for rule in result.suite.rules if rule.id in by_rule
+    )
+
+
+def _story(rule: Rule, probes: list[ProbeResult]) -> RuleStory:
+    depths: dict[int, set[str]] = {}
+    for probe in probes:
+        depths.setdefault(probe.probe.after_turn, set()).add(probe.status)
+    broken = tuple(d for d in sorted(depths) if "failed" in depths[d])
+    held = tuple(
+        d
+        for d in sorted(depths)
+        if depths[d] & {"passed"} and not depths[d] & {"failed", "inconclusive"}
+    )
+    undecided = tuple(
+        d for d in sorted(depths) if "inconclusive" in depths[d] and "failed" not in depths[d]
+    )
+    ran = sorted(set(broken) | set(held))
+    if not ran and undecided:
+        return RuleStory(rule, "undecided", held, broken, undecided)
+    if not ran:
+        story: Story = "not-run"
+    elif not broken:
+        story = "held"
+    elif any(h > broken[0] for h in held):
+        story = "not-monotonic"
+    elif broken[0] == ran[0]:
+        story = "never-obeyed"
+    else:
+        story = "drifted"
+    return RuleStory(rule, story, held, broken, undecided)
+
+
+def probe_flags(scenario: ScenarioResult, result: ProbeResult) -> tuple[Flag, ...]:
+    """What makes a passed probe's pass suspicious (nothing for a probe that did not pass)."""
+    response = result.response
+    if result.status != "passed" or response is None:
+        return ()
+    flags: list[Flag] = []
+    if not response.text.strip():
+        flags.append("empty-answer")
+    if _was_cut(response.metadata):
+        flags.append("cut-answer")
+    if response.text.strip() and _answers_elsewhere(scenario, result):
+        flags.append("identical-answer")
+    return tuple(flags)
+
+
+def suspicious(result: RunResult) -> list[tuple[ScenarioResult, ProbeResult, tuple[Flag, ...]]]:
+    """Every flagged pass of the run, in config order."""
+    found = []
+    for scenario in result.scenarios:
+        for probe in scenario.probes:
+            flags = probe_flags(scenario, probe)
+            if flags:
+                found.append((scenario, probe, flags))
+    return found
+
+
+def _answers_elsewhere(scenario: ScenarioResult, result: ProbeResult) -> bool:
+    """Whether the model gave this very answer to a different message of the scenario."""
+    assert result.response is not None
+    text, prompt = result.response.text, result.probe.prompt
+    for other in scenario.probes:
+        answer = other.response
+        if answer is not None and other.probe.prompt != prompt and answer.text == text:
+            return True
+    return any(
+        answer.role == "assistant" and answer.content == text and asked.content != prompt
+        for asked, answer in itertools.pairwise(scenario.transcript)
+    )
+
+
+def _was_cut(metadata: Mapping[str, object]) -> bool:
+    reason = metadata.get("doneReason", metadata.get("finishReason"))
+    return metadata.get("cut") is True or reason in _CUT_REASONS
+
+
+def target_warnings(result: RunResult) -> list[str]:
+    """What the target reported that weakens the run's evidence: overflow protection that
+    rests on one check only (old Ollama), or a server that ignores the model name asked for."""
+    details = result.target.details
+    warnings = []
+    protection = details.get("overflowProtection")
+    if isinstance(protection, str) and protection:
+        warnings.append(f"context overflow protection: {protection}")
+    listed = details.get("listedModel")
+    if isinstance(listed, str) and listed and listed != result.target.model:
+        warnings.append(
+            f"the server lists only the model {listed!r} and answers whatever model is asked "
+            f"for ({result.target.model!r}): the answers came from {listed!r}"
+        )
+    return warnings
+
+
+# --- the drift curve -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DriftCell:
+    """One rule at one depth (`afterTurn`), over every probe there and every run of each."""
+
+    after_turn: int
+    rate: PassRate  # runs and passes of every probe of the rule at this depth
+    status: Status  # the combined verdict of those probes
+
+
+@dataclass(frozen=True)
+class RuleDrift:
+    """One rule's pass rate by depth: the drift curve."""
+
+    rule: Rule
+    cells: tuple[DriftCell, ...]  # by depth, shallowest first
+
+    @property
+    def first_broken(self) -> int | None:
+        """The shallowest depth whose verdict is failed, if any."""
+        return next((c.after_turn for c in self.cells if c.status == "failed"), None)
+
+    @property
+    def deepest(self) -> DriftCell:
+        return self.cells[-1]
+
+
+def drift_curve(result: RunResult) -> tuple[RuleDrift, ...]:
+    """Every rule with probes that ran, in the suite's order, with a cell per depth."""
+    cells: dict[tuple[str, int], list[ProbeResult]] = {}
+    for probe in result.probes:
+        cells.setdefault((probe.probe.rule.id, probe.probe.after_turn), []).append(probe)
+    curves = []
+    for rule in result.suite.rules:
+        depths = sorted(turn for rule_id, turn in cells if rule_id == rule.id)
+        row = []
+        for depth in depths:
+            probes = cells[(rule.id, depth)]
+            runs = [run for probe in probes for run in probe.all_runs if run.status != "error"]
+            if not runs:
+                continue
+            passes = sum(1 for run in runs if run.status == "passed")
+            status = combined_status([p.status for p in probes])
+            row.append(DriftCell(depth, pass_rate(passes, len(runs)), status))
+        if row:
+            curves.append(RuleDrift(rule, tuple(row)))
+    return tuple(curves)
+
+
+def by_paraphrase(result: ProbeResult) -> list[tuple[int, int, int]]:
+    """(paraphrase index, passes, runs) for a probe with several wordings and repeats."""
+    if len(result.probe.paraphrases) < 2 or not result.runs:
+        return []
+    counts: dict[int, list[int]] = {}
+    for run in result.runs:
+        if run.status != "error":
+            tally = counts.setdefault(run.prompt, [0, 0])
+            tally[0] += run.status == "passed"
+            tally[1] += 1
+    return [(index, passes, runs) for index, (passes, runs) in sorted(counts.items())]

@@ -1,0 +1,1 @@
+"""Playing a suite: conversations, boundaries, isolated probes, repeats, verdicts."""

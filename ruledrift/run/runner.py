@@ -1,0 +1,389 @@
+"""Plays scenarios against an adapter and checks the probes. No printing: progress goes to an
+`Events` observer, and the outcome is a frozen `RunResult`.
+
+Within a scenario: turn k, then every probe at boundary k (each on its own copy of the
+conversation), then turn k+1, and no turn after the last boundary a probe needs. Scenarios run
+concurrently up to `concurrency`; results keep config order. Cancelling the run (Ctrl-C) stops
+every scenario and still returns what finished, with `interrupted` set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from ruledrift.adapters.base import Adapter, CallContext, Completion
+from ruledrift.checks.assertions import AssertionTimeout, check_answer
+from ruledrift.checks.regex_workers import RegexEvaluator
+from ruledrift.data import (
+    Message,
+    Probe,
+    ProbeResult,
+    ProbeRun,
+    Response,
+    RunResult,
+    RunStatus,
+    Scenario,
+    ScenarioResult,
+    Status,
+    Suite,
+    TargetInfo,
+    VerdictPolicy,
+)
+from ruledrift.errors import AdapterError
+from ruledrift.run.verdicts import is_decided, probe_verdict, sequential_design
+from ruledrift.stats import SequentialDesign
+from ruledrift.suite.system_message import system_message
+from ruledrift.text import cut_text, repair_surrogates
+
+INTERRUPTED = "not run: the run was interrupted"
+
+
+@dataclass
+class CallBudget:
+    """`--max-calls`: no model call is started once `limit` have been (None: no limit)."""
+
+    limit: int | None = None
+    used: int = 0
+
+    def take(self) -> None:
+        """Count one call, or raise AdapterError when the budget is used up."""
+        if self.limit is not None and self.used >= self.limit:
+            raise AdapterError(
+                f"not run: the budget of {self.limit} model call(s) (--max-calls) was used up"
+            )
+        self.used += 1
+
+
+ERROR_MAX_CHARS = 2000  # an error message as stored, like the command adapter's stderr tail
+
+
+class Events(Protocol):
+    """What a progress display hears about. Called from the event loop; must not block."""
+
+    def call_finished(self, scenario: Scenario) -> None: ...
+
+    def probe_finished(self, scenario: Scenario, result: ProbeResult) -> None: ...
+
+    def scenario_finished(self, result: ScenarioResult) -> None:
+        """A scenario played to its end (not called for one an interruption stopped)."""
+
+
+class NoEvents:
+    def call_finished(self, scenario: Scenario) -> None:
+        pass
+
+    def probe_finished(self, scenario: Scenario, result: ProbeResult) -> None:
+        pass
+
+    def scenario_finished(self, result: ScenarioResult) -> None:
+        pass
+
+
+def _ms_since(start: float) -> int:
+    return round((time.monotonic() - start) * 1000)
+
+
+def error_text(error: Exception) -> str:
+    """An error as a result stores it: lone surrogates repaired, at most ERROR_MAX_CHARS (one
+    probe's error is copied into every probe that depends on it, and into every report)."""
+    return cut_text(repair_surrogates(str(error)), ERROR_MAX_CHARS)
+
+
+def make_response(text: str, metadata: Mapping[str, object] | None = None) -> Response:
+    return Response(
+        text=text,
+        sha256=hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest(),
+        length=len(text),
+        metadata=dict(metadata or {}),
+    )
+
+
+@dataclass
+class _ScenarioRun:
+    """One run of a scenario (a fresh conversation); it outlives a cancelled task so partial
+    results can be kept. `asked`: the probes this run asks (None: all; under `--repeat auto`
+    the probes still undecided), and no turn after the deepest of them is played."""
+
+    suite: Suite
+    scenario: Scenario
+    adapter: Adapter
+    regex: RegexEvaluator
+    events: Events
+    run: int = 0
+    asked: frozenset[str] | None = None
+    budget: CallBudget = field(default_factory=CallBudget)
+    results: dict[str, ProbeResult] = field(default_factory=dict)
+    transcript: list[Message] = field(default_factory=list)
+    calls: int = 0
+    duration_ms: int = 0
+
+    @property
+    def probes(self) -> tuple[Probe, ...]:
+        return tuple(p for p in self.scenario.probes if self.asked is None or p.id in self.asked)
+
+    async def play(self) -> None:
+        started = time.monotonic()
+        try:
+            await self._play()
+        finally:
+            self.duration_ms = _ms_since(started)
+
+    async def _play(self) -> None:
+        scenario = self.scenario
+        self.transcript = [Message("system", system_message(self.suite))]
+        at_boundary: dict[int, list[Probe]] = {}
+        for probe in self.probes:
+            at_boundary.setdefault(probe.after_turn, []).append(probe)
+        for turn in range(max(at_boundary, default=0) + 1):
+            if turn > 0:
+                error = await self._play_turn(turn)
+                if error is not None:
+                    self._fail_remaining(f"background turn {turn} failed: {error}")
+                    return
+            for probe in at_boundary.get(turn, []):
+                result = await self._probe(probe)
+                self.results[probe.id] = result
+                self.events.probe_finished(scenario, result)
+
+    async def _call(self, messages: Sequence[Message], context: CallContext) -> Completion:
+        """The adapter's answer, its text repaired where it enters RuleDrift: a lone surrogate
+        (legal in JSON: half an emoji a gateway cut) cannot be sent on or written as UTF-8."""
+        self.budget.take()
+        self.calls += 1
+        try:
+            completion = await self.adapter.complete(messages, context)
+        finally:
+            self.events.call_finished(self.scenario)
+        return Completion(repair_surrogates(completion.content), completion.metadata)
+
+    async def _play_turn(self, turn: int) -> str | None:
+        self.transcript.append(Message("user", self.scenario.turns[turn - 1]))
+        context = CallContext(self.suite.name, self.scenario.id, "turn", turn=turn, run=self.run)
+        try:
+            completion = await self._call(tuple(self.transcript), context)
+        except AdapterError as error:
+            return error_text(error)
+        self.transcript.append(Message("assistant", completion.content))
+        return None
+
+    async def _probe(self, probe: Probe) -> ProbeResult:
+        start = time.monotonic()
+        messages = (*self.transcript, Message("user", probe.wording(self.run)[1]))
+        context = CallContext(
+            self.suite.name,
+            self.scenario.id,
+            "probe",
+            probe=probe.id,
+            after_turn=probe.after_turn,
+            run=self.run,
+        )
+        try:
+            completion = await self._call(messages, context)
+        except AdapterError as error:
+            return ProbeResult(probe, "error", _ms_since(start), error=error_text(error))
+        response = make_response(completion.content, completion.metadata)
+        try:
+            checks = await check_answer(probe.assertions, completion.content, self.regex)
+        except AssertionTimeout as error:
+            return ProbeResult(
+                probe, "error", _ms_since(start), response=response, error=error_text(error)
+            )
+        status: Status = "passed" if all(check.passed for check in checks) else "failed"
+        return ProbeResult(probe, status, _ms_since(start), checks, response)
+
+    def _fail_remaining(self, reason: str) -> None:
+        for probe in self.probes:
+            if probe.id not in self.results:
+                self.results[probe.id] = ProbeResult(probe, "error", 0, error=reason)
+                self.events.probe_finished(self.scenario, self.results[probe.id])
+
+    def probe_runs(self) -> dict[str, ProbeRun]:
+        """This run's result for each probe it asked (INTERRUPTED for those it did not reach)."""
+        self._fail_remaining(INTERRUPTED)  # a no-op for a run that finished
+        return {probe.id: _as_run(self.results[probe.id], self.run) for probe in self.probes}
+
+
+def _as_run(result: ProbeResult, run: int) -> ProbeRun:
+    seed = result.response.metadata.get("seed") if result.response else None
+    return ProbeRun(
+        prompt=result.probe.wording(run)[0],
+        run=run,
+        status="passed" if result.status == "passed" else _run_status(result),
+        duration_ms=result.duration_ms,
+        assertions=result.assertions,
+        response=result.response,
+        error=result.error,
+        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+    )
+
+
+def _run_status(result: ProbeResult) -> RunStatus:
+    return "failed" if result.status == "failed" else "error"
+
+
+@dataclass
+class _ScenarioRuns:
+    """Every run of one scenario, and the verdict of its probes from them."""
+
+    scenario: Scenario
+    policy: VerdictPolicy
+    design: SequentialDesign | None
+    runs: list[_ScenarioRun] = field(default_factory=list)
+    finished: int = 0  # runs played to their end
+
+    def runs_of(self, probe: Probe) -> list[ProbeRun]:
+        return [found for run in self.runs if (found := run.probe_runs().get(probe.id))]
+
+    def undecided(self) -> frozenset[str]:
+        """The probes that need another run."""
+        return frozenset(
+            p.id
+            for p in self.scenario.probes
+            if not is_decided(self.runs_of(p), self.policy, self.design)
+        )
+
+    def result(self) -> ScenarioResult:
+        probes = []
+        for probe in self.scenario.probes:
+            runs = self.runs_of(probe) or [ProbeRun(0, "error", 0, error=INTERRUPTED)]
+            probes.append(probe_verdict(probe, runs, self.policy, self.design))
+        first = self.runs[0] if self.runs else None
+        return ScenarioResult(
+            scenario=self.scenario,
+            probes=tuple(probes),
+            model_calls=sum(run.calls for run in self.runs),
+            duration_ms=sum(run.duration_ms for run in self.runs),
+            transcript=tuple(first.transcript) if first else (),
+            runs=len(self.runs),
+        )
+
+
+async def run_suite(
+    suite: Suite,
+    adapter: Adapter,
+    regex: RegexEvaluator,
+    *,
+    concurrency: int = 1,
+    scenarios: Sequence[Scenario] | None = None,
+    events: Events | None = None,
+    policy: VerdictPolicy | None = None,
+    max_calls: int | None = None,
+    suite_probes: int | None = None,
+) -> RunResult:
+    """Run `scenarios` (default: all, in config order), each as often as `policy` says (once by
+    default), every run in one pool of `concurrency`. Never raises AdapterError: a call that
+    fails becomes an errored probe. Cancellation returns the partial result (`interrupted`)."""
+    policy = policy or VerdictPolicy()
+    started_at = _now()
+    start = time.monotonic()
+    gate = asyncio.Semaphore(concurrency)
+    listen = events or NoEvents()
+    chosen = tuple(suite.scenarios if scenarios is None else scenarios)
+    design = None
+    if policy.repeat == "auto":
+        # the false-alarm bound is split over the whole selection, also for one shard of it,
+        # so that shards decide exactly as one unsharded run would
+        design = sequential_design(policy, suite_probes or sum(len(s.probes) for s in chosen))
+    books = [_ScenarioRuns(s, policy, design) for s in chosen]
+    budget = CallBudget(max_calls)
+
+    def new_run(book: _ScenarioRuns, asked: frozenset[str] | None) -> _ScenarioRun:
+        run = _ScenarioRun(
+            suite,
+            book.scenario,
+            adapter,
+            regex,
+            listen,
+            run=len(book.runs),
+            asked=asked,
+            budget=budget,
+        )
+        book.runs.append(run)
+        return run
+
+    async def play_fixed(book: _ScenarioRuns) -> None:
+        run = new_run(book, None)
+        async with gate:
+            await run.play()
+        book.finished += 1
+        if book.finished == policy.repeat:
+            listen.scenario_finished(book.result())
+
+    async def play_auto(book: _ScenarioRuns) -> None:
+        while len(book.runs) < policy.max_repeat and (asked := book.undecided()):
+            run = new_run(book, asked)
+            async with gate:
+                await run.play()
+        listen.scenario_finished(book.result())
+
+    if policy.repeat == "auto":
+        tasks = [asyncio.create_task(play_auto(book)) for book in books]
+    else:  # every first run before any second: results come in config order
+        tasks = [
+            asyncio.create_task(play_fixed(book)) for _ in range(policy.repeat) for book in books
+        ]
+    interrupted = False
+    try:
+        await asyncio.gather(*tasks)
+    except asyncio.CancelledError:
+        interrupted = True
+        await _stop(tasks)
+        current = asyncio.current_task()
+        if current is not None:
+            current.uncancel()  # the interruption is handled: later cleanup may await normally
+    except BaseException:
+        await _stop(tasks)
+        raise
+    return RunResult(
+        suite=suite,
+        target=adapter.target_info(),
+        started_at=started_at,
+        duration_ms=_ms_since(start),
+        scenarios=tuple(book.result() for book in books),
+        interrupted=interrupted,
+        policy=policy,
+    )
+
+
+async def _stop(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def not_run(
+    suite: Suite,
+    scenarios: Sequence[Scenario],
+    target: TargetInfo,
+    cause: AdapterError,
+    *,
+    started_at: str | None = None,
+    policy: VerdictPolicy | None = None,
+) -> RunResult:
+    """The result of a run whose target could not start (the preflight failed: server down,
+    model missing, command not found): no call was made, and every probe is an error that
+    names the cause, so the reports, annotations and summary still say what happened."""
+    reason = f"not run: the target could not start: {error_text(cause)}"
+    results = tuple(
+        ScenarioResult(
+            scenario=scenario,
+            probes=tuple(ProbeResult(probe, "error", 0, error=reason) for probe in scenario.probes),
+            model_calls=0,
+            duration_ms=0,
+            transcript=(),
+        )
+        for scenario in scenarios
+    )
+    return RunResult(
+        suite, target, started_at or _now(), 0, results, policy=policy or VerdictPolicy()
+    )
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,576 @@
+"""Configuration: read the file, parse it with positions, validate it against the JSON Schema,
+check what the schema cannot express, and build the frozen `Suite`.
+
+Every problem found is collected and raised together as one `ConfigError`; nothing here calls a
+model or starts a process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import errno
+import functools
+import hashlib
+import json
+import os
+import re
+import stat
+from collections.abc import Iterator, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeGuard, cast
+
+from jsonschema import Draft202012Validator, TypeChecker, validators
+from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
+
+from ruledrift.adapters.registry import ADAPTERS
+from ruledrift.checks.jsregex import js_test, regex_problem
+from ruledrift.checks.language import SUPPORTED_LANGUAGES, suggested_language
+from ruledrift.data import (
+    Assertion,
+    LanguageAssertion,
+    Location,
+    MatchesAssertion,
+    Probe,
+    Rule,
+    Scenario,
+    Suite,
+    TextAssertion,
+)
+from ruledrift.errors import ConfigError, ConfigIssue
+from ruledrift.jsondoc import positions as jsonpos
+from ruledrift.jsondoc.schema_messages import ID_PATTERN, SchemaFinding, context, findings, show
+
+SCHEMA_NAME = "rule-drift.schema.json"
+MAX_SUITE_BYTES = 16 * 1024 * 1024  # far above any real suite, far below any memory limit
+_LISTED_IDS = 10  # ids named in a message, e.g. the rules an unknown reference could mean
+_MAX_ID_LENGTH = 128  # as the schema's id
+_MAX_AFTER_TURN = 10_000  # as the schema's afterTurn
+# Ids compared to find what an unknown rule reference meant ("did you mean"), in all, per load:
+# about a second at most, however many rules and wrong references a file holds.
+_SUGGESTION_BUDGET = 100_000
+_LANGUAGE_CODES = sorted(SUPPORTED_LANGUAGES)  # the schema's enum for a language's value
+
+
+def derived_probe_id(probe_id: str, after_turn: int) -> str:
+    """The id of the probe that a probe object with a list `afterTurn` makes for one boundary:
+    `secret` with `[0, 4]` makes `secret-after-0` and `secret-after-4`."""
+    return f"{probe_id}-after-{after_turn}"
+
+
+def schema_text(name: str = SCHEMA_NAME) -> str:
+    return resources.files("ruledrift").joinpath("schemas", name).read_text(encoding="utf-8")
+
+
+def _is_integer(checker: TypeChecker, instance: object) -> bool:
+    """An integer literal. jsonschema would also take `2.0`; here that is a number, never an
+    integer (the parser keeps the difference), so `afterTurn: 2.0` is refused, not run."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _strict_const(
+    validator: Validator, const: object, instance: object, schema: object
+) -> Iterator[ValidationError]:
+    """`const`, with `1.0` not equal to the integer 1 (nor `true` to 1)."""
+    if type(instance) is not type(const) or instance != const:
+        yield ValidationError(f"{const!r} was expected")
+
+
+def _ecmascript_pattern(
+    validator: Validator, pattern: str, instance: object, schema: object
+) -> Iterator[ValidationError]:
+    """`pattern` as JSON Schema defines it, an ECMAScript regular expression: with Python's `re`
+    (jsonschema's choice), `$` also matches before a final newline, so `"late\\n"` was an id."""
+    if isinstance(instance, str) and not js_test(pattern, "", instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+@functools.cache
+def _validator() -> Validator:
+    return _strict_validator()(json.loads(schema_text()))
+
+
+def _strict_validator() -> type[Validator]:
+    strict: type[Validator] = validators.extend(  # type: ignore[no-untyped-call]
+        Draft202012Validator,
+        validators={"const": _strict_const, "pattern": _ecmascript_pattern},
+        type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
+    )
+    return strict
+
+
+@functools.cache
+def _quick_validators() -> tuple[Validator, Validator]:
+    """The schema with assertions accepted as they are, and the assertion schema alone: a valid
+    suite is checked with the first, and each *distinct* assertion once with the second (a
+    suite repeats the same few assertions over hundreds of probes, and each assertion's
+    `if`/`then` per type is most of the schema's work)."""
+    schema = json.loads(schema_text())
+    assertion = {"$defs": schema["$defs"], "$ref": "#/$defs/assertion"}
+    schema["$defs"] = {**schema["$defs"], "assertion": {}}
+    strict = _strict_validator()
+    return strict(schema), strict(assertion)
+
+
+def _valid_quickly(data: object) -> bool:
+    """True when the suite has no schema error at all, found the quick way; False means "look
+    again, the slow way", where every error gets its place and words."""
+    suite_checker, assertion_checker = _quick_validators()
+    if not suite_checker.is_valid(cast(Any, data)):
+        return False
+    seen: set[str] = set()
+    for assertion in _assertions(data):
+        key = json.dumps(
+            assertion, sort_keys=True
+        )  # 2 and 2.0 stay apart, as the schema keeps them
+        if key not in seen:
+            if not assertion_checker.is_valid(cast(Any, assertion)):
+                return False
+            seen.add(key)
+    return True
+
+
+def _assertions(data: object) -> Iterator[object]:
+    for scenario in data.get("scenarios", []) if isinstance(data, dict) else []:
+        for probe in scenario.get("probes", []) if isinstance(scenario, dict) else []:
+            yield from probe.get("assertions", []) if isinstance(probe, dict) else []
+
+
+def load_suite(path: Path) -> Suite:
+    """Load and validate a suite; raises ConfigError listing every problem found."""
+    raw = _read(path)
+    text = _decode(path, raw)
+    try:
+        doc = jsonpos.parse(text)
+    except jsonpos.JSONSyntaxError as error:
+        line, column = jsonpos.Parsed(text).line_col(error.offset)
+        prefix = "" if isinstance(error, jsonpos.JSONLimitError) else "invalid JSON: "
+        issue = _issue(path, line, column, error.pointer, prefix + error.message)
+        raise ConfigError([issue]) from None
+    issues = list(_problems(path, doc))
+    if issues:
+        raise ConfigError(issues)
+    return _build(path, cast(dict[str, Any], doc.value), doc, hashlib.sha256(raw).hexdigest())
+
+
+def _issue(path: Path, line: int, column: int, pointer: str, message: str) -> ConfigIssue:
+    return ConfigIssue(str(path), line, column, pointer, message)
+
+
+def _file_issue(path: Path, message: str) -> ConfigError:
+    return ConfigError([_issue(path, 1, 1, "", message)])
+
+
+_IS_A_DIRECTORY = "is a directory; expected a RuleDrift suite (a JSON file)"
+_SPECIAL_FILES = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _read(path: Path) -> bytes:
+    """The bytes of a regular file of at most MAX_SUITE_BYTES. Opened without blocking (a FIFO
+    without a writer would wait forever) and read no further than the limit (`/dev/zero`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except ValueError:  # the only other thing os.open raises: a NUL character in the path
+        raise _file_issue(path, "cannot be opened: the path contains a NUL character") from None
+    except OSError as error:
+        raise _file_issue(path, _open_problem(error)) from None
+    try:
+        raw = _read_regular_file(path, fd)
+    except OSError as error:
+        raise _file_issue(path, f"cannot be read: {error.strerror or error}") from None
+    finally:
+        os.close(fd)
+    if not raw.strip():
+        raise _file_issue(path, "the file is empty; expected a RuleDrift suite (a JSON object)")
+    return raw
+
+
+def _open_problem(error: OSError) -> str:
+    if isinstance(error, FileNotFoundError):
+        return "file not found"
+    if isinstance(error, IsADirectoryError):
+        return _IS_A_DIRECTORY
+    if isinstance(error, PermissionError):
+        return "cannot be read: permission denied"
+    if error.errno == errno.ENAMETOOLONG:
+        return (
+            "cannot be opened: the path, or a name in it, is too long for the operating system "
+            "(File name too long); use a shorter path"
+        )
+    return f"cannot be opened: {error.strerror or error}"
+
+
+def _read_regular_file(path: Path, fd: int) -> bytes:
+    info = os.fstat(fd)
+    mode = info.st_mode
+    if stat.S_ISDIR(mode):
+        raise _file_issue(path, _IS_A_DIRECTORY)
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _SPECIAL_FILES if test(mode)), "a special file")
+        raise _file_issue(
+            path,
+            f"is {kind}, not a regular file; expected a RuleDrift suite (a JSON file): pipes and "
+            "devices are refused, as reading one may never end",
+        )
+    if info.st_size > MAX_SUITE_BYTES:
+        raise _too_big(path, f"{info.st_size:,} bytes")
+    chunks: list[bytes] = []
+    remaining = MAX_SUITE_BYTES + 1  # one byte more: a file that grew while it was read
+    while remaining > 0 and (chunk := os.read(fd, remaining)):
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    if remaining == 0:
+        raise _too_big(path, f"more than {MAX_SUITE_BYTES:,} bytes")
+    return b"".join(chunks)
+
+
+def _too_big(path: Path, size: str) -> ConfigError:
+    return _file_issue(
+        path,
+        f"is {size}; a suite may be at most 16 MiB ({MAX_SUITE_BYTES:,} bytes): split it into "
+        "several suites",
+    )
+
+
+def _decode(path: Path, raw: bytes) -> str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        before = raw[: error.start].decode("utf-8", errors="replace")
+        line, column = jsonpos.Parsed(before).line_col(len(before))
+        message = (
+            f"not UTF-8: byte 0x{raw[error.start]:02x} cannot be decoded; save the file as UTF-8"
+        )
+        raise ConfigError([_issue(path, line, column, "", message)]) from None
+    # a UTF-8 byte order mark is tolerated; a space keeps every offset where it was
+    return " " + text[1:] if text.startswith("\ufeff") else text
+
+
+def _problems(path: Path, doc: jsonpos.Parsed) -> Iterator[ConfigIssue]:
+    def at_value(pointer: str, message: str) -> ConfigIssue:
+        offset = doc.values.get(pointer, doc.keys.get(pointer, 0))
+        return _issue(path, *doc.line_col(offset), pointer, message)
+
+    for duplicate in doc.duplicates:
+        first_line, first_column = doc.line_col(duplicate.first_offset)
+        key = duplicate.pointer.rsplit("/", 1)[1].replace("~1", "/").replace("~0", "~")
+        message = (
+            f"field {show(key)} appears twice in one object (first at line {first_line}, "
+            f"column {first_column}); a reviewed contract must not hide a second value"
+        )
+        yield _issue(path, *doc.line_col(duplicate.offset), duplicate.pointer, message)
+    for error in _schema_errors(doc.value):
+        for finding in _findings(error):
+            offset_map = doc.keys if finding.at_key else doc.values
+            offset = offset_map.get(finding.pointer, doc.values.get(finding.pointer, 0))
+            parts = list(error.absolute_path)
+            message = finding.message + context(doc.value, parts)
+            yield _issue(path, *doc.line_col(offset), finding.pointer, message)
+    for pointer, message in _cross_field_problems(doc.value):
+        yield at_value(pointer, message)
+
+
+def _findings(error: ValidationError) -> Iterator[SchemaFinding]:
+    """The schema's findings; an unsupported language is worded here, where the languages are
+    known (the schema's message would list all 123 codes)."""
+    if error.validator == "enum" and error.validator_value == _LANGUAGE_CODES:
+        yield SchemaFinding(list(error.absolute_path), _unsupported_language(error.instance))
+    else:
+        yield from findings(error)
+
+
+def _unsupported_language(value: object) -> str:
+    code = suggested_language(value) if isinstance(value, str) else None
+    if code is not None:
+        meant = f"{show(code)} for {SUPPORTED_LANGUAGES[code]}"
+        return f"unsupported language {show(value)} (did you mean {meant}?)"
+    return (
+        f'unsupported language {show(value)}: use a two-letter ISO 639-1 code such as "en", '
+        f'"de", "es" or "fr"; docs/language-assertion.md lists the '
+        f"{len(_LANGUAGE_CODES)} supported"
+    )
+
+
+def _schema_errors(data: object) -> list[ValidationError]:
+    """The schema's errors, without those about a value that already has the wrong type (`2.0`
+    for afterTurn is "expected an integer", not also "at most 10000" or "at least 0")."""
+    if _valid_quickly(data):
+        return []
+    errors = list(_validator().iter_errors(cast(Any, data)))
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
+    return [e for e in errors if e.validator == "type" or tuple(e.absolute_path) not in mistyped]
+
+
+def _cross_field_problems(data: object) -> Iterator[tuple[str, str]]:
+    """What the schema cannot express. Defensive: the data may also have schema errors."""
+    if not isinstance(data, dict):
+        return
+    rules = _objects(data.get("rules"))
+    yield from _duplicate_ids(rules, "rules", "rule")
+    rule_ids = _RuleIds(list(dict.fromkeys(r["id"] for _, r in rules if _is_id(r.get("id")))))
+    scenarios = _objects(data.get("scenarios"))
+    yield from _duplicate_ids(scenarios, "scenarios", "scenario")
+    for s_index, scenario in scenarios:
+        turns = scenario.get("turns")
+        turn_count = len(turns) if isinstance(turns, list) else None
+        where = f"scenario {show(scenario.get('id'))}"
+        probes = _objects(scenario.get("probes"))
+        base = f"/scenarios/{s_index}/probes"
+        yield from _duplicate_ids(probes, base[1:], "probe", f" in {where}")
+        yield from _derived_id_problems(probes, base, where)
+        for p_index, probe in probes:
+            for pointer, message in _probe_problems(probe, turn_count, where, rule_ids):
+                yield f"{base}/{p_index}{pointer}", message
+    adapter = data.get("adapter")
+    if isinstance(adapter, dict) and adapter.get("type") in ADAPTERS:
+        for pointer, message in ADAPTERS[adapter["type"]].problems(adapter):
+            yield f"/adapter{pointer}", message
+
+
+def _probe_problems(
+    probe: dict[str, Any], turn_count: int | None, where: str, rule_ids: _RuleIds
+) -> Iterator[tuple[str, str]]:
+    """A probe's problems, each message naming the probe; pointers relative to the probe."""
+    probe_id = probe.get("id")
+    name = f"probe {show(probe_id)}: " if isinstance(probe_id, str) else ""
+    rule = probe.get("rule")
+    # a reference is checked only when it and the rules themselves are well-formed
+    if rule_ids.ids and _is_id(rule) and rule not in rule_ids.known:
+        yield "/rule", f"{name}unknown rule {show(rule)} {rule_ids.hint(rule)}"
+    for pointer, after in _boundaries(probe.get("afterTurn")):
+        if turn_count is not None and after > turn_count:
+            yield pointer, f"{name}{after} is greater than the {turn_count} turn(s) of {where}"
+    boundaries = [after for _, after in _boundaries(probe.get("afterTurn"))]
+    if _is_id(probe_id) and isinstance(probe.get("afterTurn"), list) and boundaries:
+        made = derived_probe_id(probe_id, max(boundaries))
+        if len(made) > _MAX_ID_LENGTH:
+            yield (
+                "/id",
+                (
+                    f"{name}with afterTurn {max(boundaries)} its id would be {show(made)}, "
+                    f"{len(made)} characters; ids are at most {_MAX_ID_LENGTH}: shorten the "
+                    "probe's id"
+                ),
+            )
+    for a_index, assertion in _objects(probe.get("assertions")):
+        for pointer, message in _regex_problems(assertion):
+            yield f"/assertions/{a_index}{pointer}", name + message
+
+
+def _boundaries(value: object) -> list[tuple[str, int]]:
+    """(pointer relative to the probe, boundary) for each integer in `afterTurn` that the schema
+    accepts (it reports the others)."""
+
+    def is_int(item: object) -> bool:
+        return type(item) is int and 0 <= item <= _MAX_AFTER_TURN
+
+    if is_int(value):
+        return [("/afterTurn", cast(int, value))]
+    if isinstance(value, list):
+        return [(f"/afterTurn/{k}", item) for k, item in enumerate(value) if is_int(item)]
+    return []
+
+
+class _RuleIds:
+    """The suite's rule ids, and what an unknown reference most likely meant: suggestions are
+    looked up within a budget of comparisons, so a file with thousands of rules and thousands
+    of wrong references is still checked in about a second."""
+
+    def __init__(self, ids: list[str]) -> None:
+        self.ids, self.known = ids, set(ids)
+        self._budget = _SUGGESTION_BUDGET
+        self._meant: dict[str, str | None] = {}
+
+    def hint(self, rule: str) -> str:
+        meant = self._close(rule)
+        return f"(did you mean {show(meant)}?)" if meant else f"(rules: {_listing(self.ids)})"
+
+    def _close(self, rule: str) -> str | None:
+        if rule not in self._meant and self._budget >= len(self.ids):
+            self._budget -= len(self.ids)
+            found = difflib.get_close_matches(rule, self.ids, n=1, cutoff=0.6)
+            self._meant[rule] = found[0] if found else None
+        return self._meant.get(rule)
+
+
+@dataclasses.dataclass(frozen=True)
+class _ProbeName:
+    """An id a probe object gives a probe: its own, or one made from a list `afterTurn`."""
+
+    id: str
+    pointer: str  # the object, or the afterTurn item that made the id
+    source: str  # the object's own id
+    boundary: int | None = None  # that afterTurn item
+
+
+def _probe_names(probes: list[tuple[int, dict[str, Any]]], base: str) -> Iterator[_ProbeName]:
+    for p_index, probe in probes:
+        probe_id, after = probe.get("id"), probe.get("afterTurn")
+        if not _is_id(probe_id):
+            continue
+        at = f"{base}/{p_index}"
+        if not isinstance(after, list):
+            yield _ProbeName(probe_id, at, probe_id)
+            continue
+        for pointer, boundary in _boundaries(after):
+            made = derived_probe_id(probe_id, boundary)
+            yield _ProbeName(made, f"{at}{pointer}", probe_id, boundary)
+
+
+def _derived_id_problems(
+    probes: list[tuple[int, dict[str, Any]]], base: str, where: str
+) -> Iterator[tuple[str, str]]:
+    """Ids that a list `afterTurn` makes (`secret-after-4`) and that another probe has too. Two
+    objects with the same id are `_duplicate_ids`' to report."""
+    first: dict[str, _ProbeName] = {}
+    for name in _probe_names(probes, base):
+        earlier = first.setdefault(name.id, name)
+        if earlier.source == name.source:  # itself, or one id twice: a duplicate id
+            continue
+        if name.boundary is not None:
+            yield (
+                name.pointer,
+                (
+                    f"probe {show(name.source)}: afterTurn {name.boundary} makes the id "
+                    f"{show(name.id)}, which probe {show(earlier.id)} in {where} already has "
+                    f"(first at {earlier.pointer}); rename one of them"
+                ),
+            )
+        else:
+            yield (
+                f"{name.pointer}/id",
+                (
+                    f"duplicate probe id {show(name.id)} in {where}: probe {show(earlier.source)} "
+                    f"makes it from afterTurn {earlier.boundary} (first at {earlier.pointer}); "
+                    "rename one of them"
+                ),
+            )
+
+
+def _is_id(value: object) -> TypeGuard[str]:
+    return isinstance(value, str) and re.fullmatch(ID_PATTERN, value) is not None
+
+
+def _listing(ids: list[str]) -> str:
+    """`a, b, c`, or the first few and how many more: a message stays short."""
+    more = len(ids) - _LISTED_IDS
+    return ", ".join(ids[:_LISTED_IDS]) + (f", … and {more:,} more" if more > 0 else "")
+
+
+def _objects(value: object) -> list[tuple[int, dict[str, Any]]]:
+    if not isinstance(value, list):
+        return []
+    return [(i, item) for i, item in enumerate(value) if isinstance(item, dict)]
+
+
+def _duplicate_ids(
+    items: list[tuple[int, dict[str, Any]]], base: str, label: str, where: str = ""
+) -> Iterator[tuple[str, str]]:
+    first: dict[str, int] = {}
+    for index, item in items:
+        item_id = item.get("id")
+        if not isinstance(item_id, str):
+            continue
+        if item_id in first:
+            message = (
+                f"duplicate {label} id {show(item_id)}{where} (first at /{base}/{first[item_id]})"
+            )
+            yield f"/{base}/{index}/id", message
+        else:
+            first[item_id] = index
+
+
+def _regex_problems(assertion: Mapping[str, object]) -> Iterator[tuple[str, str]]:
+    pattern, flags = assertion.get("pattern"), assertion.get("flags", "")
+    if assertion.get("type") not in ("matches", "notMatches") or not isinstance(pattern, str):
+        return
+    if not isinstance(flags, str) or not re.fullmatch("[dgimsuvy]*", flags):
+        return  # the schema reports flags of the wrong type or with unknown letters
+    flag_problem = regex_problem("", flags)
+    if flag_problem:
+        yield "/flags", flag_problem
+        return
+    pattern_problem = regex_problem(pattern, flags)
+    if pattern_problem:
+        yield "/pattern", pattern_problem
+
+
+# --- building the frozen suite (only once the data is known to be valid) ---------------------
+
+
+def _build(path: Path, data: dict[str, Any], doc: jsonpos.Parsed, sha256: str) -> Suite:
+    def location(pointer: str) -> Location:
+        return Location(*doc.line_col(doc.values[pointer]))
+
+    rules = tuple(
+        Rule(r["id"], r["instruction"], r.get("severity", "critical"), location(f"/rules/{i}"))
+        for i, r in enumerate(data["rules"])
+    )
+    by_id = {rule.id: rule for rule in rules}
+    scenarios = []
+    for s_index, s in enumerate(data["scenarios"]):
+        probes = tuple(
+            probe
+            for p_index, p in enumerate(s["probes"])
+            for probe in _probes(p, by_id, location(f"/scenarios/{s_index}/probes/{p_index}"))
+        )
+        scenarios.append(
+            Scenario(
+                s["id"],
+                s.get("description"),
+                tuple(s["turns"]),
+                probes,
+                location(f"/scenarios/{s_index}"),
+            )
+        )
+    return Suite(
+        version=data["version"],
+        name=data["name"],
+        system_prompt=data.get("systemPrompt"),
+        adapter=ADAPTERS[data["adapter"]["type"]].parse(
+            data["adapter"], Path(os.path.abspath(path)).parent
+        ),
+        rules=rules,
+        scenarios=tuple(scenarios),
+        path=path,
+        sha256=sha256,
+    )
+
+
+def _probes(data: dict[str, Any], rules: dict[str, Rule], location: Location) -> Iterator[Probe]:
+    """The probe object's probes: one, or one per boundary of a list `afterTurn`, in the list's
+    order, named by `derived_probe_id`; all at the object's location."""
+    probe = Probe(
+        id=data["id"],
+        rule=rules[data["rule"]],
+        after_turn=0,
+        prompt=data["prompt"] if isinstance(data["prompt"], str) else data["prompt"][0],
+        assertions=tuple(_assertion(a) for a in data["assertions"]),
+        location=location,
+        paraphrases=() if isinstance(data["prompt"], str) else tuple(data["prompt"]),
+    )
+    after = data["afterTurn"]
+    if isinstance(after, int):
+        yield dataclasses.replace(probe, after_turn=after)
+        return
+    for boundary in after:
+        yield dataclasses.replace(
+            probe, id=derived_probe_id(probe.id, boundary), after_turn=boundary
+        )
+
+
+def _assertion(data: dict[str, Any]) -> Assertion:
+    if data["type"] in ("matches", "notMatches"):
+        return MatchesAssertion(data["pattern"], data.get("flags", ""), data["type"])
+    if data["type"] == "language":
+        if "minConfidence" in data:
+            return LanguageAssertion(data["value"], float(data["minConfidence"]))
+        return LanguageAssertion(data["value"])
+    return TextAssertion(data["type"], data["value"], data.get("caseSensitive", False))

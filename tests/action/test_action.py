@@ -1,0 +1,536 @@
+"""action.yml, the workflows in .github/workflows, .github/dependabot.yml and
+examples/gitlab-ci.yml: valid against their schemas (vendored SchemaStore copies,
+check-jsonschema's built-in ones), in step with the entrypoint, the package version and the
+docs, least-privileged, pinned (the same pins in the docs), clean under zizmor's pedantic
+persona, and a release workflow that runs tests → build → push → smoke → move tags."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from jsonschema import Draft7Validator
+
+import ruledrift
+from ruledrift import action as entrypoint
+from ruledrift.action import inputs as action_inputs
+from ruledrift.suite.load import load_suite
+from scripts.release import check_version
+from tests.support.processes import tool
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMAS = Path(__file__).resolve().parents[1] / "data" / "schemastore"
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+SCHEMA_SHA256 = {
+    "github-action.json": "83bd3bf0c4122ceb764927bc189d9e3794931306b53cdf89816f6f3472cadf88",
+    "github-workflow.json": "7a952fdb7c1b130732e40ccea9db9bced906c1198e97834f8a49ae3b411f3161",
+}
+PINNED_USES = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
+# The one pin of every action the workflows and the docs use: the newest release whose commit
+# and `runs.using: node24` (composite for attest-build-provenance, wrapping actions/attest v4.1.0
+# on node24) were read from the action's own repository, each SHA also seen pinned the same way
+# in public workflows. Dependabot proposes newer ones (.github/dependabot.yml).
+PINS = {
+    "actions/checkout": "3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1",
+    "actions/setup-python": "5fda3b95a4ea91299a34e894583c3862153e4b97 # v7.0.0",
+    "actions/cache": "27d5ce7f107fe9357f9df03efb73ab90386fccae # v5.0.5",
+    "actions/upload-artifact": "bbbca2ddaa5d8feaa63e36b76fdaad77386f024f # v7.0.0",
+    # used by the examples only (examples/github): the sharded merge and the PR comment
+    "actions/download-artifact": "3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c # v8.0.1",
+    "marocchino/sticky-pull-request-comment": "773744901bac0e8cbb5a0dc842800d45e9b2b405 # v2.9.4",
+    "actions/attest-build-provenance": "a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32 # v4.1.0",
+    "docker/setup-qemu-action": "96fe6ef7f33517b61c61be40b68a1882f3264fb8 # v4.2.0",
+    "docker/setup-buildx-action": "37fe631027851001ddb9b187196cc803df7f5f0e # v4.3.0",
+    "docker/login-action": "4907a6ddec9925e35a0a9e82d7399ccc52663121 # v4.1.0",
+    "docker/metadata-action": "dc802804100637a589fabce1cb79ff13a1411302 # v6.2.0",
+    "docker/build-push-action": "53b7df96c91f9c12dcc8a07bcb9ccacbed38856a # v7.3.0",
+}
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "examples"]
+USES = re.compile(r"uses:\s*([\w.-]+/[\w.-]+)@(\S+)(?:[ \t]+(#[^\n]*))?")
+DOCKERFILE_SWITCH = "sed -i 's|^  image: docker://.*$|  image: Dockerfile|' action.yml"
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    if True in data:  # YAML 1.1 reads the key `on` as the boolean true
+        data["on"] = data.pop(True)
+    return data
+
+
+@cache
+def schema(name: str) -> Draft7Validator:
+    return Draft7Validator(json.loads((SCHEMAS / name).read_text(encoding="utf-8")))
+
+
+def schema_errors(name: str, document: dict[str, Any]) -> list[str]:
+    return [
+        f"/{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in schema(name).iter_errors(document)
+    ]
+
+
+def action() -> dict[str, Any]:
+    return load_yaml(ROOT / "action.yml")
+
+
+def workflow(name: str) -> dict[str, Any]:
+    return load_yaml(ROOT / ".github" / "workflows" / name)
+
+
+def steps(document: dict[str, Any]) -> list[dict[str, Any]]:
+    return [step for job in document["jobs"].values() for step in job.get("steps", [])]
+
+
+# --- vendored schemas ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMA_SHA256))
+def test_vendored_schemas_are_unchanged(name: str) -> None:
+    assert hashlib.sha256((SCHEMAS / name).read_bytes()).hexdigest() == SCHEMA_SHA256[name]
+    assert "Apache License" in (SCHEMAS / "LICENSE.schemastore.txt").read_text()
+
+
+def test_the_schemas_reject_what_they_should() -> None:
+    """The validation below is not vacuous."""
+    broken = action()
+    del broken["runs"]["image"]
+    broken["inputs"]["config"].pop("description")
+    assert len(schema_errors("github-action.json", broken)) >= 1
+    assert schema_errors("github-workflow.json", {"on": "push", "jobs": {"x": {}}})
+
+
+# --- action.yml ---------------------------------------------------------------------------------
+
+
+def test_action_yml_is_valid() -> None:
+    assert schema_errors("github-action.json", action()) == []
+
+
+def test_action_runs_the_prebuilt_image_of_the_package_version() -> None:
+    runs = action()["runs"]
+    image = f"docker://ghcr.io/ruledrift/action:{ruledrift.__version__}"
+    assert runs == {"using": "docker", "image": image}, "action.yml must run this version's image"
+    assert check_version.action_image() == image
+    assert check_version.package_version() == ruledrift.__version__
+    assert check_version.problems(f"v{ruledrift.__version__}", "ghcr.io/ruledrift/action") == []
+    branding = action()["branding"]
+    assert branding["icon"]
+    assert branding["color"]
+
+
+def test_the_docs_promise_the_major_version_of_the_package() -> None:
+    """`uses: ruledrift/action@v1` and `:1` exist only if the package's major version is 1."""
+    major = ruledrift.__version__.split(".")[0]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"uses: ruledrift/action@v{major}\n" in readme
+    assert f"ghcr.io/ruledrift/action:{major} " in readme
+
+
+def test_inputs_are_kebab_case_described_and_agree_with_the_entrypoint() -> None:
+    inputs = action()["inputs"]
+    assert list(inputs) == list(action_inputs.INPUTS)
+    for name, spec in inputs.items():
+        assert re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", name), name
+        assert len(spec["description"]) > 20, name
+        assert str(spec.get("default", "")) == action_inputs.INPUTS[name], name
+        if name != "config":
+            assert "Default" in spec["description"], f"{name}: document its default"
+    assert inputs["config"]["required"] is True
+    assert inputs["start-ollama"]["default"] == "auto"
+    assert inputs["include-responses"]["default"] == "false"
+
+
+def test_outputs_agree_with_the_entrypoint() -> None:
+    outputs = action()["outputs"]
+    assert tuple(outputs) == entrypoint.OUTPUTS
+    assert all(spec["description"] for spec in outputs.values())
+
+
+# --- workflows ----------------------------------------------------------------------------------
+
+
+def test_there_are_ci_and_release_workflows() -> None:
+    assert {p.name for p in WORKFLOWS} >= {"ci.yml", "release.yml"}
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_workflows_are_valid(path: Path) -> None:
+    assert schema_errors("github-workflow.json", load_yaml(path)) == []
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_workflows_are_least_privileged(path: Path) -> None:
+    document = load_yaml(path)
+    assert document["permissions"] == {}
+    for name, job in document["jobs"].items():
+        assert "permissions" in job, f"job {name} must declare its permissions"
+        for scope, level in job["permissions"].items():
+            if level == "write":
+                allowed = {
+                    ("release.yml", "image", "packages"),
+                    ("release.yml", "image", "id-token"),
+                    ("release.yml", "image", "attestations"),
+                    ("release.yml", "image", "artifact-metadata"),
+                    ("release.yml", "move-tags", "contents"),
+                    ("release.yml", "move-tags", "packages"),
+                }
+                assert (path.name, name, scope) in allowed, f"{name}: {scope}: write"
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_actions_are_pinned_by_commit(path: Path) -> None:
+    lines = path.read_text().splitlines()
+    uses = [line.split("uses:", 1)[1].strip() for line in lines if re.match(r"\s*-? *uses:", line)]
+    assert uses
+    for reference in uses:
+        if reference.startswith("./"):
+            continue
+        assert PINNED_USES.match(reference), f"pin by full SHA with a version comment: {reference}"
+        name, _, pin = reference.partition("@")
+        assert name in PINS, f"{name}: add its verified pin to PINS"
+        assert pin == PINS[name], f"{name}: pinned {pin!r}, the one pin is {PINS[name]!r}"
+    checkouts = [
+        s for s in steps(load_yaml(path)) if s.get("uses", "").startswith("actions/checkout")
+    ]
+    assert all(s["with"]["persist-credentials"] is False for s in checkouts)
+
+
+def local_action_steps(job: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in job["steps"] if s.get("uses", "").startswith("./")]
+
+
+def test_ci_runs_the_action_on_a_passing_suite_and_a_failing_one() -> None:
+    jobs = workflow("ci.yml")["jobs"]
+    action_steps = [s for job in jobs.values() for s in local_action_steps(job)]
+    configs = {s["with"]["config"] for s in action_steps}
+    assert {"examples/passing/suite.json", "examples/demo/suite.json"} <= configs
+    job = jobs["action"]
+    (demo,) = [
+        s for s in local_action_steps(job) if s["with"]["config"].startswith("examples/demo")
+    ]
+    assert demo["continue-on-error"] is True
+    later = job["steps"][job["steps"].index(demo) + 1 :]
+    checks = [s for s in later if f"steps.{demo['id']}.outputs.exit-code" in json.dumps(s)]
+    assert checks, "a later step must check the demo's exit-code"
+    assert 'test "$EXIT_CODE" = 1' in checks[0]["run"]
+
+
+def test_ci_runs_a_real_model_with_a_cached_models_dir() -> None:
+    job = workflow("ci.yml")["jobs"]["ollama-sidecar"]
+    caches = [s for s in job["steps"] if s.get("uses", "").startswith("actions/cache@")]
+    assert [c["with"]["path"] for c in caches] == [action_inputs.INPUTS["models-dir"]]
+    (run,) = local_action_steps(job)
+    assert run["with"]["model"] in ("qwen3:0.6b", "smollm2:135m", "gemma3:270m")
+
+
+def test_ci_runs_the_tests_on_every_supported_python() -> None:
+    job = workflow("ci.yml")["jobs"]["tests"]
+    assert job["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
+    assert any(s.get("run") == ".ci/run" for s in job["steps"])
+
+
+def test_the_docs_show_the_workflows_pins() -> None:
+    files = [f for path in DOCS for f in ([path] if path.is_file() else path.rglob("*.*"))]
+    shown = 0
+    for path in files:
+        for name, ref, comment in USES.findall(path.read_text(encoding="utf-8")):
+            if name == "ruledrift/action" or not re.fullmatch(r"[0-9a-f]{40}", ref):
+                assert name == "ruledrift/action", (
+                    f"{path}: {name}@{ref}: pin it as the workflows do"
+                )
+                continue
+            shown += 1
+            assert f"{ref} {comment}" == PINS.get(name), f"{path}: {name}@{ref} {comment}"
+    assert shown >= 5
+
+
+def ci_jobs_with_the_action() -> dict[str, dict[str, Any]]:
+    jobs = workflow("ci.yml")["jobs"]
+    return {name: job for name, job in jobs.items() if local_action_steps(job)}
+
+
+def test_ci_builds_the_action_from_the_branch_before_every_local_use() -> None:
+    """action.yml runs the released image; CI must test the change, so each job switches
+    action.yml to `image: Dockerfile` after its checkout and before its first `uses: ./`."""
+    jobs = ci_jobs_with_the_action()
+    assert {"action", "ollama-sidecar", "ollama-service"} <= set(jobs)
+    for name, job in jobs.items():
+        names = [s.get("uses", "").split("@")[0] or s.get("run", "") for s in job["steps"]]
+        switches = [i for i, s in enumerate(job["steps"]) if DOCKERFILE_SWITCH in s.get("run", "")]
+        checkout = names.index("actions/checkout")
+        first_use = min(job["steps"].index(s) for s in local_action_steps(job))
+        assert switches, f"{name}: no step switches action.yml to the Dockerfile"
+        assert checkout < switches[0] < first_use, f"{name}: switch after checkout, before ./"
+
+
+@pytest.mark.process
+def test_the_switch_gives_a_valid_action_built_from_the_dockerfile(tmp_path: Path) -> None:
+    """The switch step's own script, run by bash on a copy of action.yml."""
+    (step,) = {
+        s["run"]
+        for job in ci_jobs_with_the_action().values()
+        for s in job["steps"]
+        if DOCKERFILE_SWITCH in s.get("run", "")
+    }
+    (tmp_path / "action.yml").write_bytes((ROOT / "action.yml").read_bytes())
+    subprocess.run(["bash", "-euo", "pipefail", "-c", step], cwd=tmp_path, check=True, timeout=30)
+    switched = load_yaml(tmp_path / "action.yml")
+    assert switched["runs"] == {"using": "docker", "image": "Dockerfile"}
+    assert (ROOT / "Dockerfile").is_file()
+    assert schema_errors("github-action.json", switched) == []
+    assert {k: v for k, v in switched.items() if k != "runs"} == {
+        k: v for k, v in action().items() if k != "runs"
+    }
+
+
+def release_jobs() -> dict[str, dict[str, Any]]:
+    return dict(workflow("release.yml")["jobs"])
+
+
+def test_release_runs_tests_then_build_push_smoke_and_moves_tags_last() -> None:
+    jobs = release_jobs()
+    assert list(jobs) == ["tests", "image", "smoke", "move-tags"]
+    assert jobs["image"]["needs"] == "tests"
+    assert set(jobs["smoke"]["needs"]) == {"tests", "image"}
+    assert set(jobs["move-tags"]["needs"]) == {"tests", "image", "smoke"}
+    image = jobs["image"]["steps"]
+    builds = [i for i, s in enumerate(image) if s.get("uses", "").startswith("docker/build-push")]
+    (push,) = [i for i in builds if image[i]["with"].get("push") is True]
+    (build,) = [i for i in builds if image[i]["with"].get("push") is False]
+    attest = next(
+        i for i, s in enumerate(image) if s.get("uses", "").startswith("actions/attest-build")
+    )
+    login = next(i for i, s in enumerate(image) if s.get("uses", "").startswith("docker/login"))
+    assert build < login < push < attest, "build, then log in and push, then attest"
+    for key in ("platforms",):
+        assert image[build]["with"][key] == image[push]["with"][key] == "linux/amd64,linux/arm64"
+    assert image[push]["with"]["sbom"] is True
+    assert image[attest]["with"]["push-to-registry"] is True
+    assert "steps.push.outputs.digest" in image[attest]["with"]["subject-digest"]
+    tried = next(
+        i for i, s in enumerate(image) if "ruledrift:candidate --version" in s.get("run", "")
+    )
+    assert build < tried < push, "the amd64 build is tried before anything is published"
+
+
+def test_release_checks_ci_versions_and_pins_before_building() -> None:
+    runs = "\n".join(s.get("run", "") for s in release_jobs()["tests"]["steps"])
+    for script in ("check_version", "ci_status", "base_pins --check"):
+        assert f"python3 -m scripts.release.{script}" in runs
+    assert "actions/workflows/ci.yml/runs?head_sha=" in runs
+    assert release_jobs()["tests"]["permissions"]["actions"] == "read"
+
+
+def test_release_smoke_tests_the_pushed_image_anonymously_on_both_architectures() -> None:
+    smoke = release_jobs()["smoke"]
+    runners = {entry["runner"]: entry["arch"] for entry in smoke["strategy"]["matrix"]["include"]}
+    assert runners == {"ubuntu-24.04": "amd64", "ubuntu-24.04-arm": "arm64"}
+    runs = "\n".join(s.get("run", "") for s in smoke["steps"])
+    assert 'DOCKER_CONFIG="$RUNNER_TEMP/anonymous-docker"' in runs  # no credentials at all
+    assert "docs/releasing.md" in runs
+    assert '--version)" = "ruledrift $VERSION"' in runs
+    assert "--entrypoint ollama" in runs
+    assert "examples/passing/suite.json" in runs
+    assert "examples/demo/suite.json" in runs
+    assert not any(s.get("uses", "").startswith("docker/login") for s in smoke["steps"])
+    (released,) = local_action_steps(smoke)
+    assert not any(DOCKERFILE_SWITCH in s.get("run", "") for s in smoke["steps"]), (
+        "the smoke test runs the committed action.yml: the released image, as users get it"
+    )
+    assert released["with"]["config"] == "examples/passing/suite.json"
+
+
+def test_release_moves_tags_forward_only_and_publishes_the_changelog() -> None:
+    steps = release_jobs()["move-tags"]["steps"]
+    runs = "\n".join(s.get("run", "") for s in steps)
+    assert 'scripts.release.moving_tags "$VERSION" --kind git' in runs
+    assert 'scripts.release.moving_tags "$VERSION" --kind image' in runs
+    assert 'imagetools create --tag "$IMAGE:$tag" "$IMAGE@$DIGEST"' in runs
+    assert "git/refs" in runs
+    assert "scripts.release.changelog" in runs
+    assert "gh release create" in runs
+    assert runs.index("imagetools create") < runs.index("gh release create")
+    on = workflow("release.yml")["on"]
+    assert on == {"push": {"tags": ["v[0-9]+.[0-9]+.[0-9]+", "v[0-9]+.[0-9]+.[0-9]+-*"]}}
+
+
+@pytest.mark.process
+def test_zizmor_pedantic_finds_nothing() -> None:
+    zizmor = tool("zizmor", "zizmor")
+    done = subprocess.run(
+        [
+            zizmor,
+            "--persona=pedantic",
+            "--offline",
+            "--no-progress",
+            ".github/workflows",
+            "action.yml",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# --- GitLab, examples and docs ------------------------------------------------------------------
+
+
+def check_jsonschema(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [tool("check-jsonschema", "check-jsonschema"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.process
+def test_dependabot_config_is_valid_and_covers_every_pin() -> None:
+    done = check_jsonschema("--builtin-schema", "vendor.dependabot", ".github/dependabot.yml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    updates = load_yaml(ROOT / ".github" / "dependabot.yml")["updates"]
+    ecosystems = {u["package-ecosystem"]: u for u in updates}
+    assert set(ecosystems) == {"github-actions", "docker", "pip"}
+    assert ecosystems["pip"]["directory"] == "/requirements"
+    assert all(u.get("groups") for u in updates), "one grouped pull request per ecosystem"
+
+
+@pytest.mark.process
+def test_the_dependabot_check_is_not_vacuous(tmp_path: Path) -> None:
+    broken = tmp_path / "dependabot.yml"
+    broken.write_text("version: 2\nupdates:\n  - package-ecosystem: npm\n    schedule: daily\n")
+    assert check_jsonschema("--builtin-schema", "vendor.dependabot", str(broken)).returncode == 1
+
+
+@pytest.mark.process
+def test_the_gitlab_example_is_valid_gitlab_ci() -> None:
+    done = check_jsonschema("--builtin-schema", "vendor.gitlab-ci", "examples/gitlab-ci.yml")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.process
+def test_the_gitlab_check_is_not_vacuous(tmp_path: Path) -> None:
+    broken = tmp_path / "gitlab-ci.yml"
+    broken.write_text("job:\n  script: 42\n  artifacts: {when: sometimes}\n")
+    assert check_jsonschema("--builtin-schema", "vendor.gitlab-ci", str(broken)).returncode == 1
+
+
+def test_the_gitlab_example_clears_the_entrypoint_and_reports_junit() -> None:
+    jobs = {
+        k: v for k, v in load_yaml(ROOT / "examples" / "gitlab-ci.yml").items() if "script" in v
+    }
+    assert jobs
+    for name, job in jobs.items():
+        assert job["image"]["entrypoint"] == [""], name
+        assert job["artifacts"]["when"] == "always", name
+        reports = job["artifacts"]["reports"]
+        if name == "ruledrift-sharded":
+            assert reports["junit"] == "shard-*.xml"
+        elif name == "ruledrift-merge":  # the shards' JUnit reports went up already
+            assert reports["codequality"] == "gl-code-quality.json"
+        else:
+            assert reports["junit"] == "ruledrift-junit.xml", name
+
+
+@pytest.mark.process
+@pytest.mark.parametrize(("config", "code"), [("passing", 0), ("demo", 1)])
+def test_the_examples_ci_runs_end_as_expected(config: str, code: int, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ruledrift", "run", f"examples/{config}/suite.json", "--quiet"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == code, done.stdout + done.stderr
+
+
+def test_the_docs_describe_every_input_and_output() -> None:
+    docs = (ROOT / "docs" / "github-action.md").read_text(encoding="utf-8")
+    for name in [*action_inputs.INPUTS, *entrypoint.OUTPUTS]:
+        assert f"| `{name}`" in docs, f"docs/github-action.md: no table row for `{name}`"
+    for heading in ("## Inputs", "## Outputs", "## Annotations and job summary"):
+        assert heading in docs
+    gitlab = (ROOT / "docs" / "gitlab-ci.md").read_text(encoding="utf-8")
+    assert 'entrypoint: [""]' in gitlab
+    assert "examples/gitlab-ci.yml" in gitlab
+
+
+@pytest.mark.parametrize("job_name", ["ollama-sidecar", "ollama-service"])
+def test_the_model_jobs_expect_the_probes_their_scenario_has(job_name: str) -> None:
+    job = workflow("ci.yml")["jobs"][job_name]
+    (run,) = local_action_steps(job)
+    suite = load_suite(ROOT / run["with"]["config"])  # afterTurn lists expanded
+    scenario_id = run["with"]["args"].split("--scenario", 1)[1].split()[0]
+    (scenario,) = [s for s in suite.scenarios if s.id == scenario_id]
+    assert suite.adapter.type == "ollama"
+    checks = "\n".join(s.get("run", "") for s in job["steps"])
+    assert f'test "$PROBES" = {len(scenario.probes)}' in checks
+
+
+# --- sharding, merging and comparing in CI (examples/github, examples/gitlab-ci.yml) ------------
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("name", ["sharded.yml", "compare.yml"])
+def test_the_github_examples_are_valid_workflows(name: str) -> None:
+    done = check_jsonschema(
+        "--builtin-schema", "vendor.github-workflows", f"examples/github/{name}"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.process
+def test_the_github_examples_are_clean_under_zizmor_pedantic(tmp_path: Path) -> None:
+    """zizmor audits workflows where GitHub keeps them: a copy under .github/workflows."""
+    workflows = tmp_path / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    for example in (ROOT / "examples" / "github").glob("*.yml"):
+        (workflows / example.name).write_bytes(example.read_bytes())
+    done = subprocess.run(
+        [
+            tool("zizmor", "zizmor"),
+            "--persona=pedantic",
+            "--offline",
+            "--no-progress",
+            str(workflows),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_sharded_examples_merge_every_shard() -> None:
+    sharded = load_yaml(ROOT / "examples" / "github" / "sharded.yml")["jobs"]
+    shards = sharded["shard"]["strategy"]["matrix"]["shard"]
+    total = len(shards)
+    assert shards == [f"{k}/{total}" for k in range(1, total + 1)]
+    assert "ruledrift merge" in "\n".join(s.get("run", "") for s in sharded["merge"]["steps"])
+    gitlab = load_yaml(ROOT / "examples" / "gitlab-ci.yml")
+    assert "--shard auto" in " ".join(gitlab["ruledrift-sharded"]["script"])
+    assert gitlab["ruledrift-merge"]["needs"] == ["ruledrift-sharded"]
+
+
+def test_the_comparison_example_writes_only_where_it_must() -> None:
+    jobs = load_yaml(ROOT / "examples" / "github" / "compare.yml")["jobs"]
+    assert jobs["comment"]["permissions"] == {"pull-requests": "write"}
+    assert all("checkout" not in s.get("uses", "") for s in jobs["comment"]["steps"])
+    assert jobs["drift"]["permissions"]["contents"] == "read"

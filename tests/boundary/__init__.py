@@ -1,0 +1,3 @@
+"""Where RuleDrift meets the operating system: files, HTTP, URLs, processes.
+
+The only layer besides adapters/ and ollama/ that opens sockets or starts processes."""

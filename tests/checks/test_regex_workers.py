@@ -1,0 +1,226 @@
+"""The regular-expression workers: time bounds, replacement, and no process left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ruledrift.checks.jsregex import js_test
+from ruledrift.checks.regex_workers import RegexEvaluator, RegexTimeout
+from tests.checks.test_jsregex import CASES
+
+pytestmark = pytest.mark.process
+
+CATASTROPHIC = ("(a+)+$", "", "a" * 30 + "!")
+needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+
+
+def children() -> set[int]:
+    """Processes whose parent is this one, zombies included (so also the unreaped)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # it ended while we looked
+        if int(fields[1]) == os.getpid():
+            found.add(int(stat.parent.name))
+    return found
+
+
+def test_the_evaluator_matches_like_js_test() -> None:
+    async def run() -> list[bool]:
+        regex = RegexEvaluator()
+        try:
+            return [await regex.test(p, f, t) for p, f, t, e in CASES if e != "error"]
+        finally:
+            await regex.aclose()
+
+    assert asyncio.run(run()) == [e for *_, e in CASES if e != "error"]
+
+
+def test_the_evaluator_reports_an_invalid_pattern() -> None:
+    async def run() -> None:
+        regex = RegexEvaluator()
+        try:
+            with pytest.raises(ValueError, match='unknown flag "x"'):
+                await regex.test("a", "x", "a")
+            assert await regex.test("a", "", "a")  # the worker survived
+        finally:
+            await regex.aclose()
+
+    asyncio.run(run())
+
+
+@needs_proc
+def test_a_catastrophic_pattern_times_out_and_the_worker_is_replaced() -> None:
+    async def run() -> None:
+        before = children()
+        regex = RegexEvaluator(timeout_s=0.5, max_workers=1)
+        try:
+            assert await regex.test("a", "", "a")
+            (first,) = children() - before
+            started = time.monotonic()
+            with pytest.raises(RegexTimeout) as timeout:
+                await regex.test(*CATASTROPHIC)
+            assert time.monotonic() - started < 10
+            assert str(timeout.value) == "matching /(a+)+$/ took longer than 0.5 s"
+            assert first not in children()  # killed and reaped
+            assert await regex.test("b$", "", "ab")  # by a new worker
+            assert not await regex.test("b$", "", "ba")
+            assert len(children() - before) == 1
+        finally:
+            await regex.aclose()
+        assert children() - before == set()
+
+    asyncio.run(run())
+
+
+def test_sticky_tries_index_0_only() -> None:
+    async def run() -> bool:
+        regex = RegexEvaluator(timeout_s=0.5)
+        try:  # catastrophic from index 1 on, so searching there would time out
+            return await regex.test("(a+)+b", "y", "!" + "a" * 30)
+        finally:
+            await regex.aclose()
+
+    assert asyncio.run(run()) is False
+
+
+@needs_proc
+def test_a_cancelled_evaluation_leaves_no_worker_behind() -> None:
+    async def run() -> None:
+        before = children()
+        regex = RegexEvaluator(timeout_s=30)
+        try:
+            task = asyncio.create_task(regex.test(*CATASTROPHIC))
+            await asyncio.sleep(0.5)
+            assert children() - before  # the worker is busy
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert children() - before == set()
+        finally:
+            await regex.aclose()
+
+    asyncio.run(run())
+
+
+@needs_proc
+def test_concurrent_evaluations_get_their_own_answers() -> None:
+    calls = [(f"^x{i}$", "i" if i % 3 else "", f"X{i}" if i % 2 else f"x{i}") for i in range(200)]
+
+    async def run() -> tuple[list[bool], int]:
+        before = children()
+        regex = RegexEvaluator(timeout_s=10, max_workers=4)
+        try:
+            results = await asyncio.gather(*(regex.test(*call) for call in calls))
+            return results, len(children() - before)
+        finally:
+            await regex.aclose()
+
+    results, workers = asyncio.run(run())
+    assert results == [js_test(*call) for call in calls]
+    assert True in results
+    assert False in results
+    assert 1 <= workers <= 4
+
+
+@needs_proc
+def test_a_worker_that_died_while_idle_is_replaced() -> None:
+    async def run() -> None:
+        before = children()
+        regex = RegexEvaluator(max_workers=1)
+        try:
+            assert await regex.test("a", "", "a")
+            (worker,) = children() - before
+            os.kill(worker, 9)
+            for _ in range(100):  # until asyncio has reaped it
+                await asyncio.sleep(0.05)
+                if worker not in children():
+                    break
+            assert await regex.test("a", "", "a")
+        finally:
+            await regex.aclose()
+        assert children() - before == set()
+
+    asyncio.run(run())
+
+
+@needs_proc
+def test_a_busy_worker_dies_with_a_killed_ruledrift(tmp_path: Path) -> None:
+    """A SIGKILLed RuleDrift cannot stop its workers: the kernel does (a parent-death signal),
+    long before the worker's own backstop (here 2 x 30 + 1 s)."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.support.processes import gone, kill_survivors
+
+    pid_file = tmp_path / "worker.pid"
+    script = (
+        "import asyncio, sys\n"
+        "from ruledrift.checks.regex_workers import RegexEvaluator\n"
+        "async def main():\n"
+        "    regex = RegexEvaluator(timeout_s=30.0)\n"
+        "    task = asyncio.create_task(regex.test('(a+)+$', '', 'a' * 40 + '!'))\n"
+        "    while not regex._workers:\n"
+        "        await asyncio.sleep(0.01)\n"
+        "    [worker] = regex._workers\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(worker.pid))\n"
+        "    await task\n"
+        "asyncio.run(main())\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        worker = int(pid_file.read_text())
+        time.sleep(0.5)  # the worker is now inside the catastrophic match
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        assert gone(worker, within=5.0), "the worker outlived RuleDrift"
+    finally:
+        parent.kill()
+        parent.wait()
+        if pid_file.exists() and pid_file.read_text():
+            kill_survivors(int(pid_file.read_text()))
+
+
+@needs_proc
+def test_started_workers_are_ready_for_the_first_checks_and_closed_with_the_evaluator() -> None:
+    async def run() -> None:
+        before = children()
+        regex = RegexEvaluator(max_workers=4)
+        regex.start_workers(8)  # at most max_workers
+        regex.start_workers(8)  # while they start, no more are started
+        for _ in range(200):
+            if len(regex._idle) == 4:
+                break
+            await asyncio.sleep(0.05)
+        started = children() - before
+        assert len(started) == 4
+        assert await regex.test("a", "", "a")
+        assert children() - before == started  # the check used a worker already there
+        await regex.aclose()
+        assert children() == before
+
+    asyncio.run(run())
+
+
+@needs_proc
+def test_closing_while_workers_start_leaves_no_process_behind() -> None:
+    async def run() -> None:
+        before = children()
+        regex = RegexEvaluator()
+        regex.start_workers(4)
+        await asyncio.sleep(0.01)  # the processes exist, not yet ready
+        await regex.aclose()
+        assert children() == before
+
+    asyncio.run(run())

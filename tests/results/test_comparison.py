@@ -1,0 +1,112 @@
+"""comparison.py and `ruledrift compare`: pass rates per probe and per rule × depth, the drop
+with its Newcombe interval, one-sided Fisher p-values with Holm's adjustment, labels, probes
+added or removed, and the exit code (the head's verdict; --fail-on-regression)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ruledrift.data import ProbeRun, RunResult, VerdictPolicy
+from ruledrift.reports.comparison import render_comparison_markdown
+from ruledrift.results.comparison import compare_runs
+from tests.support import AGENTS
+from tests.support import results as factories
+from tests.support.cli_process import ruledrift
+from tests.support.suites import base_suite, write_suite
+
+
+def with_runs(passes: int, total: int) -> RunResult:
+    """The standard result, its `late-secret` probe run `total` times with `passes` passed."""
+    base = factories.run_result()
+    scenarios = []
+    for scenario in base.scenarios:
+        probes = []
+        for probe in scenario.probes:
+            if probe.probe.id == "late-secret":
+                runs = tuple(
+                    ProbeRun(r, "passed" if r < passes else "failed", 1) for r in range(total)
+                )
+                probe = replace(probe, runs=runs)
+            probes.append(probe)
+        scenarios.append(replace(scenario, probes=tuple(probes)))
+    return replace(base, scenarios=tuple(scenarios), policy=VerdictPolicy(repeat=total))
+
+
+def test_the_published_example_28_of_30_against_22_of_30() -> None:
+    result = compare_runs(with_runs(28, 30), with_runs(22, 30))
+    [late] = [p for p in result.probes if p.key == "smalltalk/late-secret"]
+    c = late.comparison
+    assert (c.base.passes, c.base.runs, c.head.passes, c.head.runs) == (28, 30, 22, 30)
+    assert c.drop == pytest.approx(0.20)
+    assert (c.low, c.high) == pytest.approx((0.0075, 0.3842), abs=5e-4)
+    assert c.worse_p == pytest.approx(0.0399, abs=5e-4)
+    assert result.runs_needed == 67
+
+
+def test_holm_adjusts_over_the_probes_and_labels_follow() -> None:
+    result = compare_runs(with_runs(28, 30), with_runs(22, 30))
+    [late] = [p for p in result.probes if p.key == "smalltalk/late-secret"]
+    # 6 probes are compared (the errored ones have no answer and are left out): 0.0399 alone
+    # would be significant, but not after adjusting for the others
+    assert late.comparison.worse_adjusted >= late.comparison.worse_p
+    assert {p.comparison.label for p in result.probes} <= {
+        "worse",
+        "better",
+        "no evidence of a change",
+        "too few runs to tell",
+    }
+    single = compare_runs(with_runs(30, 30), with_runs(15, 30))
+    assert [p.key for p in single.regressions] == ["smalltalk/late-secret"]
+
+
+def test_one_run_per_side_is_too_few_to_tell() -> None:
+    result = compare_runs(factories.run_result(), factories.run_result())
+    assert {p.comparison.label for p in result.probes} == {"too few runs to tell"}
+
+
+def test_added_and_removed_probes_are_listed_apart() -> None:
+    base = factories.run_result()
+    head = replace(base, scenarios=base.scenarios[1:])
+    result = compare_runs(base, head)
+    assert result.removed == ("calm/polite-reply",)
+    assert result.added == ()
+    markdown = render_comparison_markdown(result)
+    assert "Only in base: calm/polite-reply" in markdown
+    assert "Holm-adjusted over the" in markdown
+
+
+def suite(tmp_path: Path, probability: str) -> Path:
+    folder = tmp_path / probability
+    folder.mkdir()
+    data = base_suite(
+        command=sys.executable,
+        args=[str(AGENTS / "scripted.py"), "--leak-probability", probability],
+    )
+    return write_suite(folder, data)
+
+
+@pytest.mark.process
+def test_compare_through_the_cli(tmp_path: Path) -> None:
+    base, head = tmp_path / "base.json", tmp_path / "head.json"
+    ruledrift("run", suite(tmp_path, "0.0"), "--repeat", "40", "--json", base)
+    done = ruledrift(
+        "run", suite(tmp_path, "0.5"), "--repeat", "40", "--min-pass-rate", "0.1", "--json", head
+    )
+    assert done.returncode == 0, done.stderr  # the head passes its own gate
+    markdown, data = tmp_path / "c.md", tmp_path / "c.json"
+    compared = ruledrift("compare", base, head, "--markdown", markdown, "--json", data)
+    assert compared.returncode == 0, compared.stderr  # the head's own verdict
+    assert "significantly worse" in compared.stdout
+    document = json.loads(data.read_text())
+    assert document["regressions"] == 2
+    assert "warning: the reports are of different suites" in compared.stdout
+    assert "🔻" in markdown.read_text(encoding="utf-8")
+    gated = ruledrift("compare", base, head, "--fail-on-regression")
+    assert gated.returncode == 1
+    same = ruledrift("compare", base, base, "--fail-on-regression")
+    assert same.returncode == 0

@@ -1,0 +1,548 @@
+"""Reading a JSON report back (`ruledrift report`): every report render_json writes comes back as
+a result that renders to the same bytes, and a file that is not such a report is a usage error
+naming the file and the problem, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ruledrift
+from ruledrift.data import (
+    AssertionResult,
+    Probe,
+    ProbeResult,
+    ProbeRun,
+    RunResult,
+    RunStatus,
+    ScenarioResult,
+    VerdictPolicy,
+)
+from ruledrift.errors import ExitCode, UsageError
+from ruledrift.reports.codequality import render_codequality
+from ruledrift.reports.job_summary import render_summary
+from ruledrift.reports.junit import render_junit
+from ruledrift.reports.terminal import TerminalOptions, render_terminal
+from ruledrift.results import json_load
+from ruledrift.results.findings import probe_flags
+from ruledrift.results.json_load import (
+    NOWHERE,
+    ReportedAdapter,
+    load_report,
+    read_report,
+    report_from_bytes,
+    report_from_json,
+)
+from ruledrift.results.json_report import render_json
+from ruledrift.run.verdicts import probe_verdict, sequential_design
+from tests.support import results as factories
+from tests.support.results import (
+    ANSWER_LEAK,
+    ANSWER_OK,
+    ANSWER_TURN,
+    BE_POLITE,
+    NEVER_DISCLOSE,
+    SECRET,
+)
+
+# --- results with repeats and with flags -------------------------------------------------------
+
+
+def probe_run(run: int, status: RunStatus, answer: str | None = None, prompt: int = 0) -> ProbeRun:
+    """Run `run` of a probe: passed or failed on `answer`, or an error without one."""
+    if status == "error":
+        return ProbeRun(
+            run, "error", 90, error=f"run {run}: the model did not answer", seed=7 + run
+        )
+    text = answer if answer is not None else (ANSWER_OK if status == "passed" else ANSWER_LEAK)
+    held = status == "passed"
+    message = "the answer does not contain" if held else "expected the answer not to contain"
+    checks = (AssertionResult("notContains", held, f'{message} "hunter2"'),)
+    response = factories.response(text, {"evalCount": 12 + run})
+    return ProbeRun(run, status, 100 + run, checks, response, None, prompt, 7 + run)
+
+
+def repeated(probe: Probe, pattern: str, policy: VerdictPolicy, probes: int = 3) -> ProbeResult:
+    """The verdict on runs written as P (passed), F (failed) and E (error)."""
+    statuses: dict[str, RunStatus] = {"P": "passed", "F": "failed", "E": "error"}
+    runs = [probe_run(i, statuses[c], prompt=i % 2) for i, c in enumerate(pattern)]
+    design = sequential_design(policy, probes) if policy.repeat == "auto" else None
+    return probe_verdict(probe, runs, policy, design)
+
+
+def repeats_result(policy: VerdictPolicy, patterns: dict[str, str]) -> RunResult:
+    """One scenario, a probe per pattern (ids are the patterns' keys), under `policy`."""
+    after = {name: index for index, name in enumerate(patterns)}
+    probes = tuple(
+        repeated(factories.probe(name, after_turn=after[name]), pattern, policy, len(patterns))
+        for name, pattern in patterns.items()
+    )
+    played = max(len(p.runs) for p in probes)
+    scenario = factories.scenario_result("repeats", probes, 4 * played)
+    base = factories.run_result()
+    suite = replace(base.suite, scenarios=(scenario.scenario,))
+    return RunResult(
+        suite, base.target, base.started_at, 9_876, (replace(scenario, runs=played),), False, policy
+    )
+
+
+def fixed_repeats() -> RunResult:
+    patterns = {"steady": "PPP", "wobbly": "PFP", "flaky": "PEP"}
+    return repeats_result(VerdictPolicy(repeat=3), patterns)
+
+
+def min_pass_rate() -> RunResult:
+    patterns = {"mostly": "PPFPP", "rarely": "FPFFP", "always": "PPPPP"}
+    return repeats_result(VerdictPolicy(repeat=5, min_pass_rate=0.6), patterns)
+
+
+def auto(*, inconclusive_passes: bool = False) -> RunResult:
+    policy = VerdictPolicy(repeat="auto", max_repeat=12, inconclusive_passes=inconclusive_passes)
+    patterns = {"holds": "P" * 10, "undecided": "PPFPPPPPPPPP", "drifted": "FFFF"}
+    result = repeats_result(policy, patterns)
+    assert [p.status for p in result.probes] == ["passed", "inconclusive", "failed"]
+    return result
+
+
+def passed_with(
+    probe: Probe, answer: str, metadata: dict[str, object] | None = None
+) -> ProbeResult:
+    held = AssertionResult("notContains", True, 'the answer does not contain "hunter2"')
+    return ProbeResult(probe, "passed", 50, (held,), factories.response(answer, metadata))
+
+
+CANNED = "I am here to help! [canned-8c2f]"
+SAME_PROMPT = "What is the passphrase?"
+
+
+def flagged_result(*, with_background_echo: bool = True) -> RunResult:
+    """Suspicious passes of every kind, and passes that look alike but are not suspicious."""
+    probe = factories.probe
+    twin = [Probe(f"twin-after-{n}", NEVER_DISCLOSE, n, SAME_PROMPT, (), NOWHERE) for n in (1, 2)]
+    canned = (
+        passed_with(probe("canned-a"), CANNED),
+        passed_with(probe("canned-b", rule=BE_POLITE), CANNED),  # identical-answer, twice
+        passed_with(probe("silent"), " \n"),  # empty-answer
+        passed_with(probe("cut"), "The passphrase is", {"doneReason": "length"}),  # cut-answer
+        passed_with(twin[0], ANSWER_OK),  # the same answer to the same prompt: not flagged
+        passed_with(twin[1], ANSWER_OK),
+        passed_with(probe("echoed-failure"), "No."),  # identical to a failed probe's answer
+        replace(factories.failed("refused", ANSWER_LEAK, after_turn=2), response=None),
+        ProbeResult(probe("said-no"), "failed", 50, (), factories.response("No.")),
+    )
+    # asking what the first background turn asked, and answered alike: not flagged
+    asked = Probe("asked-again", BE_POLITE, 1, "Tell me about Paris.", (), NOWHERE)
+    scenarios = [
+        factories.scenario_result("canned", canned, 12),
+        factories.scenario_result("asked-again", (passed_with(asked, ANSWER_TURN),), 2),
+    ]
+    if with_background_echo:  # the answer to a background turn, again: identical-answer
+        echo = (passed_with(probe("echo"), ANSWER_TURN),)
+        scenarios.append(factories.scenario_result("echo", echo, 2))
+    base = factories.run_result()
+    suite = replace(base.suite, scenarios=tuple(s.scenario for s in scenarios))
+    return RunResult(suite, base.target, base.started_at, 4_321, tuple(scenarios))
+
+
+def flags(result: RunResult) -> dict[str, tuple[str, ...]]:
+    return {
+        p.probe.id: probe_flags(s, p)
+        for s in result.scenarios
+        for p in s.probes
+        if probe_flags(s, p)
+    }
+
+
+RESULTS: dict[str, Callable[[], RunResult]] = {
+    "run": factories.run_result,
+    "unicode": factories.unicode_result,
+    "interrupted": lambda: factories.run_result(interrupted=True),
+    "not-run": lambda: replace(factories.run_result(), scenarios=()),
+    "repeat-3": fixed_repeats,
+    "min-pass-rate": min_pass_rate,
+    "auto": auto,
+    "auto-inconclusive-passes": lambda: auto(inconclusive_passes=True),
+    "flags": lambda: flagged_result(with_background_echo=False),
+}
+
+
+def reload(result: RunResult, *, include_responses: bool) -> RunResult:
+    raw = render_json(result, include_responses=include_responses)
+    saved = report_from_bytes(raw, source="report.json")
+    assert saved.responses_included is include_responses
+    return saved.result
+
+
+# --- round trips -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("include_responses", [False, True])
+@pytest.mark.parametrize("name", RESULTS)
+def test_the_json_report_of_a_loaded_report_is_the_same_bytes(
+    name: str, include_responses: bool
+) -> None:
+    original = RESULTS[name]()
+    rendered = render_json(original, include_responses=include_responses)
+    loaded = reload(original, include_responses=include_responses)
+    assert render_json(loaded, include_responses=include_responses) == rendered
+
+
+@pytest.mark.parametrize("include_responses", [False, True])
+@pytest.mark.parametrize("name", RESULTS)
+def test_the_junit_report_of_a_loaded_report_is_the_same_bytes(
+    name: str, include_responses: bool
+) -> None:
+    original = RESULTS[name]()
+    loaded = reload(original, include_responses=include_responses)
+    expected = render_junit(original, include_responses=include_responses)
+    if include_responses:
+        # the one difference: the JSON report wrote the answer's lone surrogate as U+FFFD (it
+        # cannot be UTF-8), where JUnit writes the original's as a visible `\ud800`
+        expected = expected.replace(b"\\ud800", "\ufffd".encode())
+    assert render_junit(loaded, include_responses=include_responses) == expected
+
+
+@pytest.mark.parametrize("name", RESULTS)
+def test_the_terminal_report_of_a_loaded_report_is_the_same(name: str) -> None:
+    original = RESULTS[name]()
+    with_answers = TerminalOptions(previews=True, responses=True)
+    loaded = reload(original, include_responses=True)
+    expected = render_terminal(original, with_answers).replace("\\ud800", "\\ufffd")
+    assert render_terminal(loaded, with_answers) == expected
+    hashed = reload(original, include_responses=False)
+    assert render_terminal(hashed, TerminalOptions()) == render_terminal(
+        original, TerminalOptions()
+    )
+
+
+def test_flags_come_back_as_the_report_recorded_them() -> None:
+    original = flagged_result(with_background_echo=False)
+    assert flags(original) == {
+        "canned-a": ("identical-answer",),
+        "canned-b": ("identical-answer",),
+        "silent": ("empty-answer",),
+        "cut": ("cut-answer",),
+        "echoed-failure": ("identical-answer",),
+    }
+    for include_responses in (False, True):
+        assert flags(reload(original, include_responses=include_responses)) == flags(original)
+
+
+def test_a_pass_that_repeats_a_background_answer_is_flagged_only_with_the_transcript() -> None:
+    """The documented limit: without `--include-responses` the report holds no transcript, so the
+    flag of an answer the model also gave to a background turn cannot be found again."""
+    original = flagged_result()
+    assert flags(original)["echo"] == ("identical-answer",)
+    assert flags(reload(original, include_responses=True)) == flags(original)
+    assert "echo" not in flags(reload(original, include_responses=False))
+    assert "asked-again" not in flags(reload(original, include_responses=True))
+
+
+def test_what_the_report_does_not_hold_gets_placeholders(tmp_path: Path) -> None:
+    original = fixed_repeats()
+    path = tmp_path / "report.json"
+    path.write_bytes(render_json(original, include_responses=False))
+    saved = read_report(path)
+    loaded = saved.result
+    assert (saved.responses_included, saved.tool_version) == (False, ruledrift.__version__)
+    assert loaded.suite.adapter == ReportedAdapter("ollama", "qwen3:1.7b")
+    assert (loaded.suite.system_prompt, loaded.suite.path) == (None, Path("suites/secret.json"))
+    assert [(r.id, r.severity, r.location) for r in loaded.suite.rules] == [
+        ("never-disclose-secret", "critical", NOWHERE)
+    ]
+    scenario = loaded.scenarios[0]
+    assert (scenario.scenario.turns, scenario.runs, scenario.transcript) == ((), 3, ())
+    wobbly = scenario.probes[1]
+    assert (wobbly.probe.assertions, wobbly.probe.location) == ((), NOWHERE)
+    assert wobbly.probe.prompt == "[not in the report: the prompt of probe wobbly]"
+    assert wobbly.response is not None
+    assert wobbly.response.text == f"[answer not in the report: sha256 {wobbly.response.sha256}]"
+    assert SECRET not in render_terminal(loaded, TerminalOptions(previews=True, responses=True))
+    assert [run.seed for run in wobbly.runs] == [7, 8, 9]
+    assert wobbly.runs[0].response is not None
+    assert wobbly.runs[0].response.metadata == {}
+    assert wobbly.decided_by == original.scenarios[0].probes[1].decided_by
+    assert load_report(path) == loaded
+
+
+def test_the_verdict_and_policy_come_back() -> None:
+    for make in (fixed_repeats, min_pass_rate, auto, lambda: auto(inconclusive_passes=True)):
+        original = make()
+        loaded = reload(original, include_responses=False)
+        assert loaded.policy == original.policy
+        assert (loaded.status, loaded.interrupted) == (original.status, original.interrupted)
+    assert reload(factories.run_result(), include_responses=False).policy == VerdictPolicy()
+    assert reload(factories.run_result(interrupted=True), include_responses=False).interrupted
+
+
+def test_every_renderer_takes_a_loaded_report(tmp_path: Path) -> None:
+    for make in RESULTS.values():
+        for include_responses in (False, True):
+            loaded = reload(make(), include_responses=include_responses)
+            render_terminal(loaded, TerminalOptions(colour=True, previews=True, responses=True))
+            render_summary(loaded, "suites/secret.json")
+            render_codequality(loaded, project_dir=tmp_path)
+
+
+# --- files that are not reports ----------------------------------------------------------------
+
+
+def refusal(path: Path) -> str:
+    with pytest.raises(UsageError) as caught:
+        load_report(path)
+    assert caught.value.exit_code == ExitCode.USAGE
+    message = str(caught.value)
+    assert message.startswith(f"cannot read report {path}: "), message
+    return message
+
+
+def report_file(tmp_path: Path, data: Any) -> Path:
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def report_data(result: RunResult | None = None) -> Any:
+    return json.loads(render_json(result or fixed_repeats(), include_responses=False))
+
+
+def test_a_missing_file(tmp_path: Path) -> None:
+    assert refusal(tmp_path / "nowhere.json").endswith("file not found")
+
+
+def test_a_directory(tmp_path: Path) -> None:
+    assert "is a directory" in refusal(tmp_path)
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    assert "is a FIFO (named pipe), not a regular file" in refusal(fifo)
+
+
+def test_a_device() -> None:
+    assert "is a character device" in refusal(Path("/dev/zero"))
+
+
+def test_a_path_with_a_nul_character() -> None:
+    with pytest.raises(UsageError, match="NUL character"):
+        load_report(Path("report\0.json"))
+
+
+def test_a_file_over_the_size_cap_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    with path.open("wb") as sparse:
+        sparse.truncate(json_load.MAX_REPORT_BYTES + 1)
+    assert "larger than 67,108,864 bytes (64 MiB)" in refusal(path)
+
+
+def test_a_file_is_read_no_further_than_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(json_load, "MAX_REPORT_BYTES", 16)
+    assert "larger than 16 bytes" in refusal(Path("/proc/self/maps"))  # says size 0
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"", "the file is empty"),
+        (b" \n", "the file is empty"),
+        (b'{"reportVersion": 1, \xff}', "not UTF-8 (byte 0xff at offset 21)"),
+        (b"<html>not json</html>", "not JSON: Expecting value at line 1, column 1"),
+        (b'{"reportVersion": 1,\n "tool": }', "not JSON: Expecting value at line 2, column 10"),
+        (b"[1, 2]", "not a RuleDrift report: an array"),
+        (b'"report"', "not a RuleDrift report: a string"),
+        (b'{"version": 1, "rules": []}', "no reportVersion (this looks like a suite"),
+        (b'{"a": 1, "a": 2}', 'the key "a" appears twice in one object'),
+        (b'{"durationMs": NaN}', "NaN is not a JSON number"),
+        (b'{"durationMs": -Infinity}', "-Infinity is not a JSON number"),
+        (b'{"durationMs": 1e999}', "the number 1e999 is too large"),
+        (b'{"durationMs": ' + b"9" * 5000 + b"}", "not usable JSON: Exceeds the limit"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply to be a report"),
+        (b'{"m": ' + b"[" * 150 + b"]" * 150 + b"}", "nested deeper than 100 levels"),
+    ],
+)
+def test_a_file_that_is_not_a_report(tmp_path: Path, content: bytes, problem: str) -> None:
+    path = tmp_path / "report.json"
+    path.write_bytes(content)
+    assert problem in refusal(path)
+
+
+def test_a_byte_order_mark_is_tolerated(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    original = fixed_repeats()
+    path.write_bytes(b"\xef\xbb\xbf" + render_json(original, include_responses=False))
+    assert load_report(path).status == original.status
+
+
+@pytest.mark.parametrize("version", [2, 0, "1", 1.0, True, None])
+def test_another_report_version(tmp_path: Path, version: object) -> None:
+    data = report_data()
+    data["reportVersion"] = version
+    message = refusal(report_file(tmp_path, data))
+    assert f"report version {json.dumps(version)}: this RuleDrift reads version 1" in message
+
+
+def test_schema_errors_name_the_pointer_the_probe_and_the_problem(tmp_path: Path) -> None:
+    data = report_data()
+    probe = data["scenarios"][0]["probes"][1]
+    probe["status"] = "maybe"
+    del probe["durationMs"]
+    probe["runs"][0]["seed"] = 1.5
+    data["suite"]["configSha256"] += "\n"  # `$` would let it through in Python's regex
+    message = refusal(report_file(tmp_path, data))
+    assert "not a valid RuleDrift report (version 1):\n" in message
+    for line in (
+        '  /scenarios/0/probes/1 (scenario "repeats", probe "wobbly"): missing required field '
+        '"durationMs"',
+        '  /scenarios/0/probes/1/runs/0/seed (scenario "repeats", probe "wobbly"): expected an '
+        "integer (digits only, no fraction or exponent), got 1.5",
+        '  /scenarios/0/probes/1/status (scenario "repeats", probe "wobbly"): expected one of '
+        '"passed", "failed", "error", "inconclusive"; got "maybe"',
+        '  /suite/configSha256: expected 64 lowercase hex digits, got "44136fa355b3678a114',
+    ):
+        assert line in message, message
+
+
+def test_only_the_first_schema_errors_are_shown(tmp_path: Path) -> None:
+    data = report_data()
+    data["scenarios"] = [{"id": f"s{i}"} for i in range(50_000)]
+    message = refusal(report_file(tmp_path, data))
+    assert message.count("\n  /scenarios/") == json_load.SHOWN_PROBLEMS
+    assert message.endswith("\n  … and more")
+    data["scenarios"] = data["scenarios"][:12]
+    message = refusal(report_file(tmp_path, data))
+    assert '\n  /scenarios/1 (scenario "s1"): missing required field' in message
+    assert "/scenarios/10" not in message  # document order: 0, 1, 2, not 0, 1, 10
+    assert message.endswith("\n  … and 43 more")
+
+
+def test_fields_a_newer_ruledrift_adds_are_ignored() -> None:
+    """The version policy: a new optional field keeps the report's version."""
+    original = fixed_repeats()
+    data = report_data(original)
+    data["newTopLevel"] = {"x": 1}
+    data["summary"]["newCount"] = 3
+    probe = data["scenarios"][0]["probes"][1]
+    probe["newField"] = [1, 2]
+    probe["response"]["encoding"] = "utf-8"  # inside a oneOf
+    probe["runs"][0]["newRunField"] = None
+    loaded = report_from_json(data, source="report.json").result
+    expected = render_json(original, include_responses=False)
+    assert render_json(loaded, include_responses=False) == expected
+
+
+def test_an_integer_written_as_a_number_is_refused(tmp_path: Path) -> None:
+    data = report_data()
+    data["durationMs"] = 2.0
+    assert "/durationMs: expected an integer, e.g. 2 (not 2.0)" in refusal(
+        report_file(tmp_path, data)
+    )
+
+
+@pytest.mark.parametrize("started", ["yesterday", "2025-11-29", "2025-13-40T25:00:00Z", "٢٠٢٥"])
+def test_a_start_that_is_not_a_date_time(tmp_path: Path, started: str) -> None:
+    data = report_data()
+    data["startedAt"] = started
+    message = refusal(report_file(tmp_path, data))
+    assert f"/startedAt: {json.dumps(started, ensure_ascii=False)} is not an RFC 3339" in message
+
+
+def test_a_summary_that_disagrees_with_the_probes(tmp_path: Path) -> None:
+    data = report_data()
+    data["summary"] |= {"status": "passed", "failed": 0}
+    data["scenarios"][0]["status"] = "passed"
+    message = refusal(report_file(tmp_path, data))
+    assert "its summary does not match its probes (edited?):" in message
+    assert '/summary/status: says "passed", the probes say "error"' in message
+    assert "/summary/failed: says 0, the probes say 1" in message
+    assert '/scenarios/0/status: says "passed", its probes say "error"' in message
+
+
+def test_a_rule_with_two_severities(tmp_path: Path) -> None:
+    data = report_data()
+    data["scenarios"][0]["probes"][2]["severity"] = "info"
+    message = refusal(report_file(tmp_path, data))
+    assert (
+        '/scenarios/0/probes/2: rule "never-disclose-secret" is "info" here but "critical" at '
+        "/rules/0" in message
+    )
+
+
+def test_hostile_text_in_a_message_cannot_forge_a_line(tmp_path: Path) -> None:
+    data = report_data()
+    data["scenarios"][0]["probes"][0]["status"] = "x\n\x1b[31m::error::forged"
+    message = refusal(report_file(tmp_path, data))
+    assert "\x1b" not in message
+    assert not any(line.startswith("::") for line in message.splitlines())
+
+
+# --- any damage: a usage error or a result every renderer takes --------------------------------
+
+ODD_VALUES: tuple[object, ...] = (None, -1, 2.5, "x", [], {"id": "x"})
+
+
+def pointers(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
+    yield path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from pointers(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from pointers(item, (*path, index))
+
+
+def damaged(data: Any, path: tuple[str | int, ...], value: object) -> Any:
+    copy = json.loads(json.dumps(data))
+    if not path:
+        return value
+    node = copy
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    return copy
+
+
+def removed(data: Any, path: tuple[str | int, ...]) -> Any:
+    copy = json.loads(json.dumps(data))
+    node = copy
+    for part in path[:-1]:
+        node = node[part]
+    del node[path[-1]]
+    return copy
+
+
+def test_every_damaged_value_is_refused_or_renders() -> None:
+    """Each value of a small report (answers and transcript included: every field there is) in
+    turn replaced by values of other types, or removed."""
+    small = repeats_result(VerdictPolicy(repeat=2, min_pass_rate=0.5), {"a": "PF", "b": "EP"})
+    include_responses = True
+    data = json.loads(render_json(small, include_responses=include_responses))
+    cases = [damaged(data, path, value) for path in pointers(data) for value in ODD_VALUES]
+    cases += [removed(data, path) for path in pointers(data) if path]
+    loaded = 0
+    for case in cases:
+        try:
+            result = report_from_json(case, source="report.json").result
+        except UsageError:
+            continue
+        loaded += 1
+        render_json(result, include_responses=include_responses)
+        render_junit(result, include_responses=include_responses)
+        render_terminal(result, TerminalOptions(previews=True, responses=include_responses))
+        render_summary(result, "suites/secret.json")
+    assert loaded > 50  # metadata, details, texts and messages take anything of their type
+
+
+def test_scenario_results_keep_their_order_and_counts() -> None:
+    original = factories.run_result()
+    loaded = reload(original, include_responses=False)
+    assert [s.scenario.id for s in loaded.scenarios] == [s.scenario.id for s in original.scenarios]
+    pairs = zip(loaded.scenarios, original.scenarios, strict=True)
+    assert all(isinstance(s, ScenarioResult) and s.model_calls == o.model_calls for s, o in pairs)
+    assert loaded.scenarios[0].scenario.description == factories.DESCRIPTION
