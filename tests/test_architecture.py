@@ -76,6 +76,7 @@ def layer_of(module: str) -> int:
     return found
 
 
+@cache
 def imports(module: str) -> set[str]:
     """Every module `module` imports, lazily or not, as dotted names (ruledrift's own without
     the package prefix)."""

@@ -145,15 +145,30 @@ def suspicious(result: RunResult) -> list[tuple[ScenarioResult, ProbeResult, tup
 def _answers_elsewhere(scenario: ScenarioResult, result: ProbeResult) -> bool:
     """Whether the model gave this very answer to a different message of the scenario."""
     assert result.response is not None
-    text, prompt = result.response.text, result.probe.prompt
+    prompts = _prompts_by_answer(scenario).get(result.response.text, ())
+    return any(prompt != result.probe.prompt for prompt in prompts)
+
+
+_index: list[tuple[ScenarioResult, dict[str, set[str]]]] = []  # the last few scenarios' indexes
+
+
+def _prompts_by_answer(scenario: ScenarioResult) -> dict[str, set[str]]:
+    """Each answer of the scenario (probes and background turns) and the messages it answered.
+    Built once per scenario (renderers ask for every probe of it), so flagging every probe
+    of a scenario is linear in its size."""
+    for known, index in _index:
+        if known is scenario:
+            return index
+    index: dict[str, set[str]] = {}
     for other in scenario.probes:
-        answer = other.response
-        if answer is not None and other.probe.prompt != prompt and answer.text == text:
-            return True
-    return any(
-        answer.role == "assistant" and answer.content == text and asked.content != prompt
-        for asked, answer in itertools.pairwise(scenario.transcript)
-    )
+        if other.response is not None:
+            index.setdefault(other.response.text, set()).add(other.probe.prompt)
+    for asked, answer in itertools.pairwise(scenario.transcript):
+        if answer.role == "assistant":
+            index.setdefault(answer.content, set()).add(asked.content)
+    _index.insert(0, (scenario, index))
+    del _index[4:]
+    return index
 
 
 def _was_cut(metadata: Mapping[str, object]) -> bool:
