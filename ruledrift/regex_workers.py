@@ -5,7 +5,9 @@ and an interruption; so each runs in a worker process, which is killed at the ti
 
 Workers are `python -P -c ...` subprocesses driven by asyncio (not multiprocessing): they are
 awaited natively without helper threads, start without re-importing the caller's `__main__`,
-speak one JSON line per request, and are killed and reaped individually. A worker also arms
+and are killed and reaped individually. A request is one JSON line (what to do, and the length of
+the text in UTF-8) followed by the text itself, raw: JSON-encoding a 10 MB answer held the event
+loop for up to a second; the reply is one JSON line. A worker also arms
 SIGALRM (default action: terminate) for each evaluation, so it cannot outlive an orphaned run by
 more than twice the limit, and exits when its stdin closes. What a worker writes to stderr (a
 warning, a crash) is written line by line to this process's `sys.stderr`, so that it passes
@@ -59,7 +61,7 @@ _BOOT = (
     "from ruledrift.regex_workers import _serve; _serve(float(sys.argv[2]), int(sys.argv[3]))"
 )
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
-_LOAD_LANGUAGE = json.dumps(["load-language"]).encode() + b"\n"
+_LOAD_LANGUAGE = json.dumps(["load-language", 0]).encode() + b"\n"
 
 
 def _die_with(parent: int) -> None:
@@ -73,13 +75,19 @@ def _die_with(parent: int) -> None:
         os._exit(0)
 
 
-def _answer(kind: str, args: list[Any]) -> object:
+def _request(what: list[object], text: str) -> bytes:
+    """`what` to do with `text`, as a worker reads it (lone surrogates kept)."""
+    data = text.encode("utf-8", errors="surrogatepass")
+    return json.dumps([*what, len(data)]).encode() + b"\n" + data
+
+
+def _answer(kind: str, args: list[Any], text: str) -> object:
     """A request's result in the worker (ValueError: the request is invalid)."""
     if kind == "test":
-        pattern, flags, text = args
+        pattern, flags = args
         return js_test(pattern, flags, text)
     if kind == "language":
-        text, length, expected, min_confidence = args
+        length, expected, min_confidence = args
         return check_language(text, expected, min_confidence, length=length)
     load_model()  # "load-language"
     return None
@@ -90,15 +98,16 @@ def _serve(backstop_s: float, parent: int) -> None:
     invalid]` out."""
     _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    out = sys.stdout.buffer
+    requests, out = sys.stdin.buffer, sys.stdout.buffer
     out.write(b"ready\n")
     out.flush()
-    for line in sys.stdin.buffer:
-        kind, *args = json.loads(line)
+    while line := requests.readline():
+        kind, *args, size = json.loads(line)
+        text = requests.read(size).decode("utf-8", errors="surrogatepass")
         if kind != "load-language":  # loading is bounded by the start-up limit
             signal.setitimer(signal.ITIMER_REAL, backstop_s)  # no handler: SIGALRM terminates
         try:
-            reply = [True, _answer(kind, args)]
+            reply = [True, _answer(kind, args, text)]
         except ValueError as problem:
             reply = [False, str(problem)]
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -153,7 +162,7 @@ class RegexEvaluator:
     async def test(self, pattern: str, flags: str, text: str) -> bool:
         """Raises RegexTimeout past the limit, ValueError for an invalid pattern or flags."""
         try:
-            matched = await self._evaluate(["test", pattern, flags, text])
+            matched = await self._evaluate(_request(["test", pattern, flags], text))
         except _TimedOut:
             raise RegexTimeout(pattern, flags, self.timeout_s) from None
         return bool(matched)
@@ -161,19 +170,20 @@ class RegexEvaluator:
     async def language(self, text: str, expected: str, min_confidence: float) -> tuple[bool, str]:
         """`language.check_language` on the answer `text`. Raises LanguageTimeout past the
         limit, ValueError for an unsupported code or a confidence out of range."""
-        request = ["language", text[:IDENTIFIED_CHARS], len(text), expected, min_confidence]
+        what: list[object] = ["language", len(text), expected, min_confidence]
         try:
-            passed, message = await self._evaluate(request, languages=True)
+            passed, message = await self._evaluate(
+                _request(what, text[:IDENTIFIED_CHARS]), languages=True
+            )
         except _TimedOut:
             raise LanguageTimeout(self.timeout_s) from None
         return bool(passed), str(message)
 
-    async def _evaluate(self, request: list[object], *, languages: bool = False) -> Any:
-        line = json.dumps(request).encode() + b"\n"
+    async def _evaluate(self, request: bytes, *, languages: bool = False) -> Any:
         async with self._slots:
             worker = await self._acquire(languages)
             try:
-                reply = await asyncio.wait_for(self._ask(worker, line), self.timeout_s)
+                reply = await asyncio.wait_for(self._ask(worker, request), self.timeout_s)
             except TimeoutError:
                 await self._discard(worker)
                 raise _TimedOut from None
