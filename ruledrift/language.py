@@ -19,6 +19,10 @@ How `check_language` decides, for a rule like "answer ONLY in English":
    "Danke!" is too short to identify alone (fastText calls "OK." Polish, 0.95).
 3. The whole answer must be identified as the expected language with at least `min_confidence`.
 
+Only the first `IDENTIFIED_CHARS` characters are read (the message says so when the answer was
+longer), and every step is linear in them, whatever their shape: the check's time is bounded. It
+runs in the check workers (regex_workers.py), never on the event loop.
+
 So a foreign word or name inside a sentence ("the Bosch Kühlschrank comes with a warranty")
 does not fail an English answer, and neither do two foreign words after an English sentence
 ("… Danke!"); a foreign sentence of four words or more does. The fixed 0.8 for sentences was
@@ -65,8 +69,8 @@ __all__ = [
 
 # At most this many characters of an answer are read (about 12,000 tokens of English prose, more
 # than chat models write in one answer), so that the check's time is bounded whatever the answer
-# is: well under a second for every shape measured (benchmarks/language_benchmark.py). The result
-# of a longer answer says that only these were read.
+# is: under a second for every shape measured (benchmarks/language_benchmark.py). The result of
+# a longer answer says that only these were read.
 IDENTIFIED_CHARS = 50_000
 # A sentence with fewer words than this is joined to the next one before it is identified.
 MIN_SENTENCE_WORDS = 4

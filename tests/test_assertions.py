@@ -314,9 +314,9 @@ def agent_suite(
     return write_suite(tmp_path, data)
 
 
-# Answers that held the event loop until 0.6: a degenerate answer under `language` (the old
-# splitter took ~30 s on it), and 4.9 million control characters whose preview, with
-# --include-responses, was escaped in full before 200 were kept (~15 s).
+# Answers that held the event loop before: a degenerate answer under `language` (checked in
+# the process, ~30 s with the first splitter), and 4.9 million control characters whose preview,
+# with --include-responses, was escaped in full before 200 were kept (~15 s).
 BLOCKING: dict[str, tuple[tuple[str, str, int], list[dict[str, object]]]] = {
     "language check": (("Hello ", ". ", 15_000), [{"type": "language", "value": "en"}]),
     "answer preview": (("", "\x85", 4_900_000), [{"type": "notContains", "value": "x"}]),

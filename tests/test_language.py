@@ -516,7 +516,7 @@ def test_confidences_show_rounded_down() -> None:
 
 # --- linear whatever the answer: the splitting and the patterns, and the prefix read -----------
 
-# What the check set aside and where it cut sentences until 0.6: the same rules, written as
+# What the check set aside and where it cut sentences at first: the same rules, written as
 # backtracking patterns that took quadratic time (80 KB of "Hello . . ." took 80 s). Kept here as
 # the reference the linear scans must agree with, on texts short enough for them.
 REFERENCE_ASIDE = re.compile(
