@@ -89,13 +89,15 @@ def _answer(kind: str, args: list[Any], text: str) -> object:
     if kind == "language":
         length, expected, min_confidence = args
         return check_language(text, expected, min_confidence, length=length)
-    load_model()  # "load-language"
-    return None
+    if kind == "load-language":
+        load_model()
+        return None
+    raise ValueError(f"unknown request {kind!r}")
 
 
 def _serve(backstop_s: float, parent: int) -> None:
-    """The worker loop: one JSON request per line in, `[true, result]` or `[false, why it is
-    invalid]` out."""
+    """The worker loop: a request in (a JSON line, then its text), `[true, result]` or
+    `[false, why it is invalid]` out (a JSON line)."""
     _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     requests, out = sys.stdin.buffer, sys.stdout.buffer
