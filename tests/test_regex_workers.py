@@ -318,3 +318,27 @@ def test_what_a_worker_writes_to_stderr_passes_the_github_log_filter(
         asyncio.run(run())
     written = capfd.readouterr().err
     assert written.splitlines() == ["\\::error::from a worker", "half a line"]
+
+
+def test_answers_reach_the_workers_as_they_are() -> None:
+    """The text follows its request raw (by its length in UTF-8): line breaks, NUL, lone
+    surrogates and astral characters arrive unchanged."""
+    calls = [
+        ("^a\nb$", "", "a\nb"),
+        ("^a$", "m", "x\na\ny"),
+        ("\\0", "", "before\x00after"),
+        ("^.$", "", "\ud800"),
+        ("\\udfff", "", "a\udfffb"),
+        ("^..$", "", "😀"),
+        ("^.$", "u", "😀"),
+        ('^\\{"a": 1\\}\n$', "", '{"a": 1}\n'),
+    ]
+
+    async def run() -> list[bool]:
+        regex = RegexEvaluator(max_workers=1)
+        try:
+            return [await regex.test(*call) for call in calls]
+        finally:
+            await regex.aclose()
+
+    assert asyncio.run(run()) == [js_test(*call) for call in calls] == [True] * len(calls)
