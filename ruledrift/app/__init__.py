@@ -31,6 +31,7 @@ from ruledrift.boundary.http import url_problem
 from ruledrift.checks.regex_workers import RegexEvaluator
 from ruledrift.data import (
     AdapterConfig,
+    LanguageAssertion,
     MatchesAssertion,
     RunResult,
     Scenario,
@@ -446,10 +447,10 @@ async def _run_adapter(
     suite_probes: int | None = None,
 ) -> RunResult:
     regex = RegexEvaluator()
-    if any(
-        isinstance(a, MatchesAssertion) for s in scenarios for p in s.probes for a in p.assertions
-    ):
-        regex.start_workers(concurrency)  # ready by the first probe, while the preflight runs
+    kinds = {type(a) for s in scenarios for p in s.probes for a in p.assertions}
+    if kinds & {MatchesAssertion, LanguageAssertion}:  # ready by the first probe: they start
+        # while the preflight runs
+        regex.start_workers(concurrency, languages=LanguageAssertion in kinds)
     try:
         try:
             await adapter.open()

@@ -1,6 +1,8 @@
 """Checks of a probe's answer: pure checks in `CHECKS` (text and language), and `matches` /
-`notMatches` (JavaScript regular expressions, evaluated by a `RegexEvaluator` in a worker process
-so that a catastrophic pattern cannot hang the run).
+`notMatches` (JavaScript regular expressions). `check_answer` runs the checks that can take long
+(regular expressions, language identification) in the worker processes of a `RegexEvaluator`,
+each within its time limit, so that neither a catastrophic pattern nor a huge answer can hold up
+the run's other calls or an interruption; the text checks are linear and run where they are.
 
 Text checks ignore case unless `caseSensitive` is set, by Unicode case folding (`str.casefold`,
 so "STRASSE" contains "straße"); `equals` trims both sides first. `language` identifies the
@@ -16,7 +18,7 @@ from typing import Any
 
 from ruledrift.checks.jsregex import regex_literal
 from ruledrift.checks.language import check_language
-from ruledrift.checks.regex_workers import RegexEvaluator, RegexTimeout
+from ruledrift.checks.regex_workers import LanguageTimeout, RegexEvaluator, RegexTimeout
 from ruledrift.data import (
     Assertion,
     AssertionResult,
@@ -96,23 +98,30 @@ def check_matches(assertion: MatchesAssertion, matched: bool) -> AssertionResult
 
 
 class AssertionTimeout(Exception):
-    """A `matches` or `notMatches` evaluation exceeded the time limit: the probe cannot be
-    judged."""
+    """A check in a worker (`matches`, `notMatches`, `language`) exceeded the time limit: the
+    probe cannot be judged."""
 
-    def __init__(self, assertion: MatchesAssertion, timeout_s: float) -> None:
+    def __init__(self, assertion: MatchesAssertion | LanguageAssertion, timeout_s: float) -> None:
         self.assertion, self.timeout_s = assertion, timeout_s
-        literal = regex_literal(assertion.pattern, assertion.flags)
-        super().__init__(
-            f"matching {literal} took longer than {timeout_s:g} s"
-            " (the limit for one regular expression); simplify the pattern"
-        )
+        if isinstance(assertion, LanguageAssertion):
+            message = (
+                f"identifying the language of the answer took longer than {timeout_s:g} s"
+                " (the limit for one check)"
+            )
+        else:
+            literal = regex_literal(assertion.pattern, assertion.flags)
+            message = (
+                f"matching {literal} took longer than {timeout_s:g} s"
+                " (the limit for one regular expression); simplify the pattern"
+            )
+        super().__init__(message)
 
 
 async def check_answer(
     assertions: Sequence[Assertion], answer: str, regex: RegexEvaluator
 ) -> tuple[AssertionResult, ...]:
     """Every assertion's result, in order (the probe passes when all of them pass).
-    Raises AssertionTimeout when a regular expression runs out of time."""
+    Raises AssertionTimeout when a check in a worker runs out of time."""
     results = []
     for assertion in assertions:
         if isinstance(assertion, MatchesAssertion):
@@ -121,6 +130,19 @@ async def check_answer(
             except RegexTimeout as timeout:
                 raise AssertionTimeout(assertion, timeout.timeout_s) from timeout
             results.append(check_matches(assertion, matched))
+        elif isinstance(assertion, LanguageAssertion):
+            results.append(await _check_language(assertion, answer, regex))
         else:
             results.append(CHECKS[assertion.type](assertion, answer))
     return tuple(results)
+
+
+async def _check_language(
+    assertion: LanguageAssertion, answer: str, regex: RegexEvaluator
+) -> AssertionResult:
+    """`check_in_language`, in a worker."""
+    try:
+        passed, message = await regex.language(answer, assertion.value, assertion.min_confidence)
+    except LanguageTimeout as timeout:
+        raise AssertionTimeout(assertion, timeout.timeout_s) from timeout
+    return AssertionResult("language", passed, message)

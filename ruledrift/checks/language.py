@@ -19,6 +19,10 @@ How `check_language` decides, for a rule like "answer ONLY in English":
    "Danke!" is too short to identify alone (fastText calls "OK." Polish, 0.95).
 3. The whole answer must be identified as the expected language with at least `min_confidence`.
 
+Only the first `IDENTIFIED_CHARS` characters are read (the message says so when the answer was
+longer), and every step is linear in them, whatever their shape: the check's time is bounded. It
+runs in the check workers (regex_workers.py), never on the event loop.
+
 So a foreign word or name inside a sentence ("the Bosch Kühlschrank comes with a warranty")
 does not fail an English answer, and neither do two foreign words after an English sentence
 ("… Danke!"); a foreign sentence of four words or more does. The fixed 0.8 for sentences was
@@ -49,6 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FOREIGN_SENTENCE_CONFIDENCE",
+    "IDENTIFIED_CHARS",
     "MIN_SENTENCE_WORDS",
     "OTHER_LABELS",
     "SUPPORTED_LANGUAGES",
@@ -57,9 +62,16 @@ __all__ = [
     "check_language",
     "identify",
     "language_name",
+    "load_model",
+    "set_aside",
     "suggested_language",
 ]
 
+# At most this many characters of an answer are read (about 12,000 tokens of English prose, more
+# than chat models write in one answer), so that the check's time is bounded whatever the answer
+# is: under a second for every shape measured (benchmarks/language_benchmark.py). The result of
+# a longer answer says that only these were read.
+IDENTIFIED_CHARS = 50_000
 # A sentence with fewer words than this is joined to the next one before it is identified.
 MIN_SENTENCE_WORDS = 4
 # How sure the identifier must be that a sentence is in another language to fail the answer.
@@ -129,15 +141,23 @@ class NoWordsError(ValueError):
         super().__init__("the answer has no words to identify")
 
 
-# Set aside before identifying: fenced code blocks, inline code, URLs, e-mail addresses.
-_NOT_LANGUAGE = re.compile(
-    r"^[ \t]*(?P<fence>`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*(?P=fence)[`~]*[ \t]*$|\Z)"
-    r"|`+[^`\n]*`+"
-    r"|\b(?:https?://|www\.)\S+"
-    r"|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
-    re.MULTILINE | re.DOTALL,
+# Where something that is not language may start: a code fence at the start of a line, a
+# backtick, a URL (it runs to the next whitespace), the "@" of an e-mail address. Each
+# alternative reads a bounded number of characters at a position (a fence's indent aside, which
+# only the start of a line tries), so a search is linear in the text, whatever its shape.
+_ASIDE = re.compile(
+    r"^[ \t]*(?P<fence>```|~~~)|`|(?P<url>\b(?:https?://|www\.)\S+)|@", re.MULTILINE
 )
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？])\s*|\s*\n\s*\n\s*")
+_RUN = {"`": re.compile("`+"), "~": re.compile("~+")}
+# What comes before the "@" of an address, and what follows it: labels joined by dots (two or more).
+_LOCAL_PART = re.compile(r"[\w.+-]+")
+# What follows the "@" of an address: labels joined by dots (two or more).
+_DOMAIN = re.compile(r"[\w-]+(?:\.[\w-]+)+")
+# Sentences end after `.!?…` and whitespace, after `。！？` (with or without whitespace), and at
+# whitespace holding a blank line: the gaps between sentences are among these (linear: each
+# match is a whole run of whitespace, or an empty match after `。！？`).
+_GAP = re.compile(r"(?<=[。！？])\s*|\s+")
+_SENTENCE_ENDS = frozenset(".!?…。！？")
 # A word is a run of letters; in Chinese and Japanese, which leave no spaces, each character.
 _WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]|[^\W\d_]+")
 
@@ -169,6 +189,11 @@ def identify(text: str) -> LanguageGuess:
         raise NoWordsError
     best = results[0]
     return LanguageGuess(str(best["lang"]), min(max(float(best["score"]), 0.0), 1.0))
+
+
+def load_model() -> None:
+    """Load the identifier now, not at the first identification."""
+    _loaded_detector()
 
 
 def language_name(code: str) -> str:
@@ -207,17 +232,32 @@ def check_language(
     min_confidence: float,
     *,
     foreign_sentence_confidence: float = FOREIGN_SENTENCE_CONFIDENCE,
+    length: int | None = None,
 ) -> tuple[bool, str]:
     """Whether `text` is in the language `expected` (an ISO 639-1 code from
     `SUPPORTED_LANGUAGES`) and only in it, by the rules in this module's docstring; with a
-    message that names languages and confidences but never quotes the text."""
+    message that names languages and confidences but never quotes the text. Only the first
+    `IDENTIFIED_CHARS` characters are read, and the message says so when the answer was longer
+    (`length`: the answer's length when `text` is only its beginning)."""
     if expected not in SUPPORTED_LANGUAGES:
         raise ValueError(f"unsupported language code {expected!r}")
     for value in (min_confidence, foreign_sentence_confidence):
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"a confidence is between 0 and 1, not {value}")
+    passed, message = _checked(
+        text[:IDENTIFIED_CHARS], expected, min_confidence, foreign_sentence_confidence
+    )
+    length = max(len(text), length or 0)
+    if length > IDENTIFIED_CHARS:
+        message += f" (only the first {IDENTIFIED_CHARS} of its {length} characters were read)"
+    return passed, message
+
+
+def _checked(
+    text: str, expected: str, min_confidence: float, foreign_sentence_confidence: float
+) -> tuple[bool, str]:
     want = f"expected the answer in {language_name(expected)}"
-    prose = _NOT_LANGUAGE.sub(_set_aside, text)
+    prose = set_aside(text)
     try:
         whole = identify(prose)
     except NoWordsError as error:
@@ -235,26 +275,134 @@ def check_language(
     return True, f"the answer is in {name}, identified with confidence {confidence}"
 
 
-def _set_aside(match: re.Match[str]) -> str:
-    """A code block becomes a paragraph break; inline code, a URL or an address a space."""
-    return "\n\n" if match.group("fence") else " "
+def set_aside(text: str) -> str:
+    """`text` without what is not language: each fenced code block becomes a paragraph break,
+    each inline code span, URL and e-mail address a space. One pass, linear in the text: the
+    search finds where one may start, and each is measured from there."""
+    pieces: list[str] = []
+    done = at = 0  # text[:done] is handled; the search goes on from `at`
+    while (start := _ASIDE.search(text, at)) is not None:
+        found = _aside_at(text, start, done)
+        if found is None:
+            at = start.end()
+            continue
+        begin, end, replacement = found
+        pieces += [text[done:begin], replacement]
+        done = at = end
+    return "".join(pieces) + text[done:]
+
+
+def _aside_at(text: str, start: re.Match[str], done: int) -> tuple[int, int, str] | None:
+    """(begin, end, replacement) of what is set aside where `start` matched, if anything."""
+    if start["fence"]:
+        block = _fenced_block(text, start)
+        if block is None and start["fence"] == "```":  # then it may open a code span
+            return _code_span(text, start.end() - 3)
+        return block
+    if start["url"]:  # unless an address started before it: "me.www.de@example.com"
+        return _address_around(text, start.start(), done) or (start.start(), start.end(), " ")
+    if start[0] == "`":
+        return _code_span(text, start.start())
+    return _address(text, start.start(), done)
+
+
+def _fenced_block(text: str, start: re.Match[str]) -> tuple[int, int, str] | None:
+    """A fence (three or more backticks or tildes, then anything up to the line's end) opens a
+    block that ends with a line of the same fence (longer allowed) or with the text; None when
+    nothing follows the fence's line."""
+    fence_at = start.end() - 3
+    fence = _RUN[text[fence_at]].match(text, fence_at)
+    assert fence is not None  # the search found three
+    body = text.find("\n", fence.end()) + 1
+    if body == 0:
+        return None
+    closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}[`~]*[ \t]*$", re.MULTILINE)
+    close = closing.search(text, body)  # linear: each try stays within one line
+    return start.start(), len(text) if close is None else close.end(), "\n\n"
+
+
+def _code_span(text: str, begin: int) -> tuple[int, int, str] | None:
+    """Backticks up to the next backticks on the same line; a run of two or more backticks
+    with none after it on its line is a span by itself (an empty one)."""
+    opening = _RUN["`"].match(text, begin)
+    assert opening is not None
+    line_end = text.find("\n", opening.end())
+    close = text.find("`", opening.end(), len(text) if line_end < 0 else line_end)
+    if close >= 0:
+        closing = _RUN["`"].match(text, close)
+        assert closing is not None
+        return begin, closing.end(), " "
+    if len(opening[0]) >= 2:
+        return begin, opening.end(), " "
+    return None
+
+
+def _address(text: str, at: int, done: int) -> tuple[int, int, str] | None:
+    """The e-mail address around the "@" at `at`: letters, digits and `_.+-` before it (from a
+    word boundary, after `done`), two or more dotted labels after it. Linear over all the "@"s:
+    the part before one never reaches back past the one before it, which is no part of it."""
+    begin = at
+    while begin > done and _in_local_part(text[begin - 1]):
+        begin -= 1
+    while begin < at and not _word_boundary(text, begin):
+        begin += 1
+    domain = _DOMAIN.match(text, at + 1)
+    if begin == at or domain is None:
+        return None
+    return begin, domain.end(), " "
+
+
+def _address_around(text: str, index: int, done: int) -> tuple[int, int, str] | None:
+    """The e-mail address that starts before `index` and goes on past it, if any."""
+    local = _LOCAL_PART.match(text, index)
+    if local is None or not text.startswith("@", local.end()):
+        return None
+    address = _address(text, local.end(), done)
+    return address if address is not None and address[0] < index else None
+
+
+def _in_local_part(char: str) -> bool:
+    return char.isalnum() or char in "_.+-"
+
+
+def _word_boundary(text: str, index: int) -> bool:
+    """As `\\b`: a word character (`\\w`) on one side of `index` and none on the other."""
+    before = index > 0 and (text[index - 1].isalnum() or text[index - 1] == "_")
+    return before != (text[index].isalnum() or text[index] == "_")
 
 
 def _sentences(prose: str) -> list[str]:
     """Sentences, each short one joined to the next (the last to the one before); a single
-    line break is a space, so the items of a list without full stops stay together."""
+    line break is a space, so the items of a list without full stops stay together. Linear:
+    each piece's words are counted once."""
     joined: list[str] = []
-    pending = ""
-    for piece in _SENTENCE_BREAK.split(prose):
-        pending = f"{pending} {piece}".strip()
-        if len(_WORD.findall(pending)) >= MIN_SENTENCE_WORDS:
-            joined.append(pending)
-            pending = ""
+    pending: list[str] = []
+    words = 0
+    for piece in _pieces(prose):
+        pending.append(piece)
+        words += len(_WORD.findall(piece))
+        if words >= MIN_SENTENCE_WORDS:
+            joined.append(" ".join(pending))
+            pending, words = [], 0
     if pending and joined:
-        joined[-1] = f"{joined[-1]} {pending}"
+        joined[-1] = " ".join([joined[-1], *pending])
     elif pending:
-        joined.append(pending)
+        joined.append(" ".join(pending))
     return joined
+
+
+def _pieces(prose: str) -> list[str]:
+    """The text between sentence ends, each stripped, none empty."""
+    pieces: list[str] = []
+    begin = 0
+    for gap in _GAP.finditer(prose):
+        start, end = gap.span()
+        ends = start > 0 and prose[start - 1] in _SENTENCE_ENDS
+        if ends or prose.count("\n", start, end) >= 2:
+            pieces.append(prose[begin:start])
+            begin = end
+    pieces.append(prose[begin:])
+    return [piece.strip() for piece in pieces if piece.strip()]
 
 
 def _foreign(

@@ -1,11 +1,18 @@
-"""JavaScript `test()` bounded in time: regress cannot be interrupted in-process, so a
-catastrophic pattern is bounded by killing the worker process that evaluates it.
+"""The checks that can take long, bounded in time: JavaScript `test()` (`matches`,
+`notMatches`) and language identification (`language`). regress cannot be interrupted
+in-process, and no computation can be on the event loop, where it would hold up every other call
+and an interruption; so each runs in a worker process, which is killed at the time limit.
 
 Workers are `python -P -c ...` subprocesses driven by asyncio (not multiprocessing): they are
 awaited natively without helper threads, start without re-importing the caller's `__main__`,
-speak one JSON line per request, and are killed and reaped individually. A worker also arms
+and are killed and reaped individually. A request is one JSON line (what to do, and the length of
+the text in UTF-8) followed by the text itself, raw: JSON-encoding a 10 MB answer held the event
+loop for up to a second; the reply is one JSON line. A worker also arms
 SIGALRM (default action: terminate) for each evaluation, so it cannot outlive an orphaned run by
-more than twice the limit, and exits when its stdin closes.
+more than twice the limit, and exits when its stdin closes. What a worker writes to stderr (a
+warning, a crash) is written line by line to this process's `sys.stderr`, so that it passes
+through the same filter as RuleDrift's own output (on a GitHub runner, `output.protected_streams`
+makes every line inert).
 """
 
 from __future__ import annotations
@@ -17,9 +24,12 @@ import json
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ruledrift.checks.jsregex import js_test, regex_literal
+from ruledrift.checks.language import IDENTIFIED_CHARS, check_language, load_model
 
 
 class RegexTimeout(Exception):
@@ -31,14 +41,28 @@ class RegexTimeout(Exception):
         super().__init__(f"matching {literal} took longer than {timeout_s:g} s")
 
 
+class LanguageTimeout(Exception):
+    """Identifying an answer's language took longer than the evaluator's time limit."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        super().__init__(f"identifying the language took longer than {timeout_s:g} s")
+
+
+class _TimedOut(Exception):
+    pass
+
+
 _PR_SET_PDEATHSIG = 1  # prctl(2)
-_START_TIMEOUT_S = 60.0  # a worker's start-up (Python and regress) is not part of the limit
+_START_TIMEOUT_S = 60.0  # starting (Python, regress, the language model) is not part of the limit
+_STDERR_LINE_BYTES = 65536  # a longer line of a worker's stderr is passed on in pieces
 _BOOT = (
     "import sys; sys.path[:0] = [p for p in sys.argv[1:2] if p not in sys.path]; "
     "from ruledrift.checks.regex_workers import _serve; "
     "_serve(float(sys.argv[2]), int(sys.argv[3]))"
 )
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_LOAD_LANGUAGE = json.dumps(["load-language", 0]).encode() + b"\n"
 
 
 def _die_with(parent: int) -> None:
@@ -52,27 +76,58 @@ def _die_with(parent: int) -> None:
         os._exit(0)
 
 
+def _request(what: list[object], text: str) -> bytes:
+    """`what` to do with `text`, as a worker reads it (lone surrogates kept)."""
+    data = text.encode("utf-8", errors="surrogatepass")
+    return json.dumps([*what, len(data)]).encode() + b"\n" + data
+
+
+def _answer(kind: str, args: list[Any], text: str) -> object:
+    """A request's result in the worker (ValueError: the request is invalid)."""
+    if kind == "test":
+        pattern, flags = args
+        return js_test(pattern, flags, text)
+    if kind == "language":
+        length, expected, min_confidence = args
+        return check_language(text, expected, min_confidence, length=length)
+    if kind == "load-language":
+        load_model()
+        return None
+    raise ValueError(f"unknown request {kind!r}")
+
+
 def _serve(backstop_s: float, parent: int) -> None:
-    """The worker loop: one JSON request per line in, "1", "0" or a JSON error message out."""
+    """The worker loop: a request in (a JSON line, then its text), `[true, result]` or
+    `[false, why it is invalid]` out (a JSON line)."""
     _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    out = sys.stdout.buffer
+    requests, out = sys.stdin.buffer, sys.stdout.buffer
     out.write(b"ready\n")
     out.flush()
-    for line in sys.stdin.buffer:
-        pattern, flags, text = json.loads(line)
-        signal.setitimer(signal.ITIMER_REAL, backstop_s)  # no handler: SIGALRM terminates
+    while line := requests.readline():
+        kind, *args, size = json.loads(line)
+        text = requests.read(size).decode("utf-8", errors="surrogatepass")
+        if kind != "load-language":  # loading is bounded by the start-up limit
+            signal.setitimer(signal.ITIMER_REAL, backstop_s)  # no handler: SIGALRM terminates
         try:
-            reply = b"1\n" if js_test(pattern, flags, text) else b"0\n"
+            reply = [True, _answer(kind, args, text)]
         except ValueError as problem:
-            reply = json.dumps(str(problem)).encode() + b"\n"
+            reply = [False, str(problem)]
         signal.setitimer(signal.ITIMER_REAL, 0)
-        out.write(reply)
+        out.write(json.dumps(reply).encode() + b"\n")
         out.flush()
 
 
+@dataclass(eq=False)
+class _Worker:
+    process: asyncio.subprocess.Process
+    stderr: asyncio.Task[None]  # passing its stderr on, until it ends
+    reads_languages: bool = False  # the language model is loaded
+
+
 class RegexEvaluator:
-    """Evaluates JavaScript `test()` in worker processes, each evaluation bounded in time.
+    """Evaluates JavaScript `test()` and identifies languages in worker processes, each
+    evaluation bounded in time.
 
     Safe for many asyncio tasks of one event loop at once: up to `max_workers` workers, started
     on demand and reused; a worker that times out is killed and replaced by the next call.
@@ -82,53 +137,75 @@ class RegexEvaluator:
         self.timeout_s = timeout_s
         self._max_workers = max_workers
         self._slots = asyncio.Semaphore(max_workers)
-        self._idle: list[asyncio.subprocess.Process] = []
-        self._workers: set[asyncio.subprocess.Process] = set()
+        self._idle: list[_Worker] = []
+        self._workers: set[_Worker] = set()
         self._warming: set[asyncio.Task[None]] = set()
         self._closed = False
 
-    def start_workers(self, count: int) -> None:
-        """Start up to `count` workers in the background, so that the first checks find them
-        ready instead of waiting for Python and regress to load. A worker that fails to start
-        here is forgotten: the first check that needs one starts it and reports the failure."""
+    def start_workers(self, count: int, *, languages: bool = False) -> None:
+        """Start up to `count` workers in the background (with the language model loaded, if
+        `languages`), so that the first checks find them ready instead of waiting for Python,
+        regress and the model to load. A worker that fails to start here is forgotten: the
+        first check that needs one starts it and reports the failure."""
         for _ in range(min(count, self._max_workers) - len(self._warming)):
-            task = asyncio.create_task(self._start_idle())
+            task = asyncio.create_task(self._start_idle(languages))
             self._warming.add(task)
             task.add_done_callback(self._warming.discard)
 
-    async def _start_idle(self) -> None:
+    async def _start_idle(self, languages: bool) -> None:
         async with self._slots:
             try:
                 worker = await self._start()
+                if languages:
+                    await self._load_language(worker)
             except Exception:  # noqa: BLE001 - reported by the first check that needs a worker
                 return
             self._idle.append(worker)
 
     async def test(self, pattern: str, flags: str, text: str) -> bool:
         """Raises RegexTimeout past the limit, ValueError for an invalid pattern or flags."""
-        request = json.dumps([pattern, flags, text]).encode() + b"\n"
+        try:
+            matched = await self._evaluate(_request(["test", pattern, flags], text))
+        except _TimedOut:
+            raise RegexTimeout(pattern, flags, self.timeout_s) from None
+        return bool(matched)
+
+    async def language(self, text: str, expected: str, min_confidence: float) -> tuple[bool, str]:
+        """`language.check_language` on the answer `text`. Raises LanguageTimeout past the
+        limit, ValueError for an unsupported code or a confidence out of range."""
+        what: list[object] = ["language", len(text), expected, min_confidence]
+        try:
+            passed, message = await self._evaluate(
+                _request(what, text[:IDENTIFIED_CHARS]), languages=True
+            )
+        except _TimedOut:
+            raise LanguageTimeout(self.timeout_s) from None
+        return bool(passed), str(message)
+
+    async def _evaluate(self, request: bytes, *, languages: bool = False) -> Any:
         async with self._slots:
-            worker = await self._acquire()
+            worker = await self._acquire(languages)
             try:
                 reply = await asyncio.wait_for(self._ask(worker, request), self.timeout_s)
             except TimeoutError:
                 await self._discard(worker)
-                raise RegexTimeout(pattern, flags, self.timeout_s) from None
+                raise _TimedOut from None
             except BaseException:
                 await self._discard(worker)
                 raise
             if not reply:
                 code = await self._discard(worker)
                 if code == -signal.SIGALRM:
-                    raise RegexTimeout(pattern, flags, self.timeout_s)
-                raise RuntimeError(f"the regular-expression worker exited with code {code}")
+                    raise _TimedOut
+                raise RuntimeError(f"the check worker exited with code {code}")
             if self._closed:
                 await self._discard(worker)
             else:
                 self._idle.append(worker)
-        if reply in (b"1\n", b"0\n"):
-            return reply == b"1\n"
-        raise ValueError(json.loads(reply))
+        ok, result = json.loads(reply)
+        if not ok:
+            raise ValueError(result)
+        return result
 
     async def aclose(self) -> None:
         self._closed = True
@@ -139,46 +216,99 @@ class RegexEvaluator:
         for worker in list(self._workers):
             await self._discard(worker)
 
-    async def _acquire(self) -> asyncio.subprocess.Process:
+    async def _acquire(self, languages: bool) -> _Worker:
+        """An idle worker (for `languages`, preferably one with the model loaded), else a new
+        one; with the model loaded if `languages`."""
+        if languages:
+            self._idle.sort(key=lambda idle: idle.reads_languages)  # those last: popped first
         while self._idle:
             worker = self._idle.pop()
-            if worker.returncode is None:
-                return worker
+            if worker.process.returncode is None:
+                break
             await self._discard(worker)  # it died while idle
-        return await self._start()
+        else:
+            worker = await self._start()
+        if languages and not worker.reads_languages:
+            await self._load_language(worker)
+        return worker
 
-    async def _start(self) -> asyncio.subprocess.Process:
+    async def _start(self) -> _Worker:
         if self._closed:
             raise RuntimeError("the RegexEvaluator is closed")
         backstop = str(self.timeout_s * 2 + 1)
-        worker = await asyncio.create_subprocess_exec(
+        process = await asyncio.create_subprocess_exec(
             *(sys.executable, "-P", "-c", _BOOT, _PACKAGE_ROOT, backstop, str(os.getpid())),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
+        assert process.stderr is not None
+        worker = _Worker(process, asyncio.create_task(_pass_on(process.stderr)))
         self._workers.add(worker)
         try:
-            assert worker.stdout is not None
-            ready = await asyncio.wait_for(worker.stdout.readline(), _START_TIMEOUT_S)
+            assert process.stdout is not None
+            ready = await asyncio.wait_for(process.stdout.readline(), _START_TIMEOUT_S)
         except BaseException:
             await self._discard(worker)
             raise
         if ready != b"ready\n":
             code = await self._discard(worker)
-            raise RuntimeError(f"the regular-expression worker did not start (exit code {code})")
+            raise RuntimeError(f"the check worker did not start (exit code {code})")
         return worker
 
-    @staticmethod
-    async def _ask(worker: asyncio.subprocess.Process, request: bytes) -> bytes:
-        assert worker.stdin is not None
-        assert worker.stdout is not None
-        worker.stdin.write(request)
-        await worker.stdin.drain()
-        return await worker.stdout.readline()
+    async def _load_language(self, worker: _Worker) -> None:
+        """Load the language model in `worker`, within the start-up limit (not the check's)."""
+        try:
+            reply = await asyncio.wait_for(self._ask(worker, _LOAD_LANGUAGE), _START_TIMEOUT_S)
+        except TimeoutError:
+            await self._discard(worker)
+            raise RuntimeError(
+                f"the check worker did not load the language model in {_START_TIMEOUT_S:g} s"
+            ) from None
+        except BaseException:
+            await self._discard(worker)
+            raise
+        if reply != b"[true, null]\n":
+            code = await self._discard(worker)
+            raise RuntimeError(
+                f"the check worker could not load the language model (exit code {code})"
+            )
+        worker.reads_languages = True
 
-    async def _discard(self, worker: asyncio.subprocess.Process) -> int:
-        """Kill and reap a worker; returns its exit code (negative: the signal)."""
+    @staticmethod
+    async def _ask(worker: _Worker, request: bytes) -> bytes:
+        stdin, stdout = worker.process.stdin, worker.process.stdout
+        assert stdin is not None
+        assert stdout is not None
+        stdin.write(request)
+        await stdin.drain()
+        return await stdout.readline()
+
+    async def _discard(self, worker: _Worker) -> int:
+        """Kill and reap a worker, and pass on the rest of its stderr; returns its exit code
+        (negative: the signal)."""
         self._workers.discard(worker)
-        if worker.returncode is None:
-            worker.kill()
-        return await worker.wait()
+        if worker.process.returncode is None:
+            worker.process.kill()
+        code = await worker.process.wait()
+        await asyncio.gather(worker.stderr, return_exceptions=True)  # its end: EOF
+        return code
+
+
+async def _pass_on(stderr: asyncio.StreamReader) -> None:
+    """Write each line of a worker's stderr to `sys.stderr`, as it is when the line ends."""
+    pending = b""
+    while chunk := await stderr.read(_STDERR_LINE_BYTES):
+        *lines, pending = (pending + chunk).split(b"\n")
+        if len(pending) >= _STDERR_LINE_BYTES:
+            lines.append(pending)
+            pending = b""
+        for line in lines:
+            _write_line(line)
+    if pending:
+        _write_line(pending)
+
+
+def _write_line(line: bytes) -> None:
+    sys.stderr.write(line.decode("utf-8", errors="replace") + "\n")
+    sys.stderr.flush()

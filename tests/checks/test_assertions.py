@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +27,12 @@ from ruledrift.data import (
     MatchesAssertion,
     TextAssertion,
 )
+from ruledrift.run.runner import INTERRUPTED, run_suite
+from ruledrift.suite.load import load_suite
+from tests.support.cli_process import CI_VARIABLES, ruledrift
+from tests.support.processes import wait_for_file
+from tests.support.recording_adapter import RecordingAdapter
+from tests.support.suites import base_suite, write_suite
 
 SECRET_ANSWER = "Sure! The password is Hunter2, keep it safe."
 
@@ -225,3 +238,144 @@ def test_language_is_a_pure_check_that_never_quotes_the_answer() -> None:
     passed = CHECKS["language"](LanguageAssertion("de", 0.5), german)
     assert passed.passed
     assert passed.message.startswith("the answer is in German (de), identified with confidence")
+
+
+@pytest.mark.process
+def test_a_language_check_past_the_time_limit_is_an_error_of_its_probe(tmp_path: Path) -> None:
+    """Identification runs in a worker with the checks' time limit, like a regular expression:
+    past it, the worker is killed and the probe cannot be judged (an error, worded plainly)."""
+    data = base_suite()
+    data["scenarios"][0]["probes"][0]["assertions"] = [{"type": "language", "value": "en"}]
+    suite = load_suite(write_suite(tmp_path, data))
+    prose = "Sure, I can help you with that. Your order ships today. " * 900
+
+    async def run() -> dict[str, tuple[str, str | None]]:
+        regex = RegexEvaluator(timeout_s=0.001)  # 50,000 characters take far longer
+        try:
+            result = await run_suite(suite, RecordingAdapter(answer=lambda m, c: prose), regex)
+        finally:
+            await regex.aclose()
+        return {p.probe.id: (p.status, p.error) for p in result.probes}
+
+    assert asyncio.run(run()) == {
+        "early": (
+            "error",
+            "identifying the language of the answer took longer than 0.001 s"
+            " (the limit for one check)",
+        ),
+        "late": ("passed", None),
+    }
+
+
+# --- end to end: a check never holds up another call or an interruption ----------------------
+
+# A command agent: scenario "checked" answers BEFORE + REPEATED * TIMES (and says so in MARKER
+# first); the others wait for MARKER, then answer at once (after 0.3 s), or after SLEEP seconds
+# for background turns.
+AGENT = """
+import json, os, sys, time
+request = json.load(sys.stdin)
+context = request["context"]
+marker, before, repeated, times, sleep = sys.argv[1:6]
+if context["kind"] == "turn":
+    time.sleep(float(sleep))
+    answer = "Noted."
+elif context["scenario"] == "checked":
+    answer = before + repeated * int(times) + "a" * 40 + "!"
+    open(marker, "w").close()
+else:
+    while not os.path.exists(marker):
+        time.sleep(0.01)
+    time.sleep(0.3)
+    answer = "Sure, I can help you with that."
+sys.stdout.write(json.dumps({"content": answer}, ensure_ascii=False))
+"""
+
+
+def agent_suite(
+    tmp_path: Path,
+    answer: tuple[str, str, int],
+    assertions: list[dict[str, object]],
+    *,
+    concurrent: bool,
+    turn_sleep_s: float = 0.0,
+) -> Path:
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT, encoding="utf-8")
+    before, repeated, times = answer
+    args = [str(agent), str(tmp_path / "answered"), before, repeated, str(times), str(turn_sleep_s)]
+    data = base_suite(command=sys.executable, args=args)
+    data["adapter"]["timeoutMs"] = 5000
+    probe = {"rule": "english-only", "prompt": "Can you help?"}
+    checked = [{**probe, "id": "slow", "afterTurn": 0, "assertions": assertions}]
+    checked.append({**probe, "id": "later", "afterTurn": 1, "assertions": assertions[:1]})
+    scenarios = [{"id": "checked", "turns": ["hello"], "probes": checked}]
+    if concurrent:
+        other = {"type": "contains", "value": "help"}
+        probes = [{**probe, "id": "other", "afterTurn": 0, "assertions": [other]}]
+        scenarios = [{**scenarios[0], "probes": checked[:1]}]
+        scenarios.append({"id": "concurrent", "turns": ["hello"], "probes": probes})
+    data["scenarios"] = scenarios
+    return write_suite(tmp_path, data)
+
+
+# Answers that held the event loop before: a degenerate answer under `language` (checked in
+# the process, ~30 s with the first splitter), and 4.9 million control characters whose preview,
+# with --include-responses, was escaped in full before 200 were kept (~15 s).
+BLOCKING: dict[str, tuple[tuple[str, str, int], list[dict[str, object]]]] = {
+    "language check": (("Hello ", ". ", 15_000), [{"type": "language", "value": "en"}]),
+    "answer preview": (("", "\x85", 4_900_000), [{"type": "notContains", "value": "x"}]),
+}
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("case", sorted(BLOCKING))
+def test_a_call_while_an_answer_is_checked_does_not_falsely_time_out(
+    case: str, tmp_path: Path
+) -> None:
+    """Two scenarios at once: one answer is checked (or previewed) while the other scenario's
+    agent answers within 0.3 s. Before, the check ran on the event loop, so the other call's
+    5 s limit expired before its answer could be read: "did not answer within 5000 ms"."""
+    answer, assertions = BLOCKING[case]
+    suite = agent_suite(tmp_path, answer, assertions, concurrent=True)
+    report = tmp_path / "r.json"
+    done = ruledrift("run", suite, "--concurrency", "2", "--include-responses", "--json", report)
+    probes = {p["id"]: p for s in json.loads(report.read_text())["scenarios"] for p in s["probes"]}
+    assert probes["other"]["status"] == "passed", (probes["other"], done.stderr)
+    assert probes["slow"]["status"] in ("passed", "failed"), probes["slow"]
+
+
+@pytest.mark.process
+def test_sigterm_during_a_slow_check_still_writes_every_report(tmp_path: Path) -> None:
+    """A cancelled CI job sends SIGTERM while an answer is checked. Before, the language check
+    held the event loop (minutes on this answer), so SIGTERM waited for it and the job was
+    killed without reports. Now the check's worker is killed at once: the probe is "not run:
+    the run was interrupted", every report is written, the exit code is 130."""
+    assertions: list[dict[str, object]] = [
+        {"type": "language", "value": "en"},
+        {"type": "matches", "pattern": "(a+)+$"},  # then 2 s in a worker (the limit)
+    ]
+    suite = agent_suite(
+        tmp_path, ("Hello ", ". ", 100_000), assertions, concurrent=False, turn_sleep_s=60
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    command = [sys.executable, "-m", "ruledrift", "run", str(suite)]
+    command += ["--json", str(out / "r.json"), "--junit", str(out / "r.xml")]
+    env = {k: v for k, v in os.environ.items() if k not in CI_VARIABLES}
+    pipe = subprocess.PIPE
+    with subprocess.Popen(command, stdout=pipe, stderr=pipe, text=True, env=env) as run:
+        try:
+            wait_for_file(tmp_path / "answered")
+            time.sleep(0.3)  # the answer is read and being checked
+            run.send_signal(signal.SIGTERM)
+            stdout, stderr = run.communicate(timeout=60)
+        finally:
+            run.kill()
+    assert run.returncode == 130, stderr
+    assert "INTERRUPTED" in stdout, stdout
+    assert sorted(p.name for p in out.iterdir()) == ["r.json", "r.xml"]
+    report = json.loads((out / "r.json").read_text(encoding="utf-8"))
+    assert report["summary"]["interrupted"] is True
+    probes = {p["id"]: p for p in report["scenarios"][0]["probes"]}
+    assert (probes["slow"]["status"], probes["slow"]["error"]) == ("error", INTERRUPTED)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import subprocess
 
 import pytest
 
-from ruledrift.checks.jsregex import js_test, regex_literal, regex_problem
+from ruledrift.checks.jsregex import _Context, _stand_ins, js_test, regex_literal, regex_problem
 
 Expected = bool | str  # the result of test(), or "error" when `new RegExp` throws
 Case = tuple[str, str, str, Expected]
@@ -295,3 +296,23 @@ def test_js_test_raises_on_an_invalid_pattern() -> None:
 )
 def test_regex_literal_prints_like_javascript(pattern: str, flags: str, literal: str) -> None:
     assert regex_literal(pattern, flags) == literal
+
+
+@pytest.mark.parametrize("flags", ["", "i", "u", "ui"])
+def test_stand_ins_replace_what_translate_would(flags: str) -> None:
+    """The answer's surrogates (and, under i without u, the case exceptions) become their
+    stand-ins by a regular expression, not str.translate (2 s over 10 MB of non-ASCII text)."""
+    ctx = _Context.of(flags)
+    draw = random.Random(flags)
+    replaced = sorted(ctx.mapped)
+    for _ in range(5000):
+        pieces = [
+            "a",
+            "中",
+            "é",
+            "\U0001f600",
+            chr(draw.choice(replaced)),
+            chr(draw.choice(replaced)),
+        ]
+        text = "".join(draw.choice(pieces) for _ in range(draw.randint(0, 12)))
+        assert _stand_ins(text, ctx) == text.translate(ctx.mapped), repr(text)

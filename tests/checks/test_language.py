@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 
 from ruledrift.adapters.base import CallContext
 from ruledrift.checks.language import (
+    IDENTIFIED_CHARS,
     MIN_SENTENCE_WORDS,
     OTHER_LABELS,
     SUPPORTED_LANGUAGES,
@@ -23,9 +26,11 @@ from ruledrift.checks.language import (
     NoWordsError,
     _confidence,
     _loaded_detector,
+    _sentences,
     check_language,
     identify,
     language_name,
+    set_aside,
 )
 from ruledrift.checks.regex_workers import RegexEvaluator
 from ruledrift.data import RunResult
@@ -509,6 +514,140 @@ def test_confidences_show_rounded_down() -> None:
     assert _confidence(1.0) == "1.00"
 
 
+# --- linear whatever the answer: the splitting and the patterns, and the prefix read -----------
+
+# What the check set aside and where it cut sentences at first: the same rules, written as
+# backtracking patterns that took quadratic time (80 KB of "Hello . . ." took 80 s). Kept here as
+# the reference the linear scans must agree with, on texts short enough for them.
+REFERENCE_ASIDE = re.compile(
+    r"^[ \t]*(?P<fence>`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*(?P=fence)[`~]*[ \t]*$|\Z)"
+    r"|`+[^`\n]*`+"
+    r"|\b(?:https?://|www\.)\S+"
+    r"|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
+    re.MULTILINE | re.DOTALL,
+)
+REFERENCE_BREAK = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？])\s*|\s*\n\s*\n\s*")
+WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]|[^\W\d_]+")
+
+
+def reference_aside(text: str) -> str:
+    return REFERENCE_ASIDE.sub(lambda m: "\n\n" if m["fence"] else " ", text)
+
+
+def reference_sentences(prose: str) -> list[str]:
+    joined: list[str] = []
+    pending = ""
+    for piece in REFERENCE_BREAK.split(prose):
+        pending = f"{pending} {piece}".strip()
+        if len(WORD.findall(pending)) >= MIN_SENTENCE_WORDS:
+            joined.append(pending)
+            pending = ""
+    if pending and joined:
+        joined[-1] = f"{joined[-1]} {pending}"
+    elif pending:
+        joined.append(pending)
+    return joined
+
+
+def spaced(sentences: list[str]) -> list[str]:
+    """Sentences with their whitespace as the identifier reads it."""
+    return [" ".join(sentence.split()) for sentence in sentences]
+
+
+# Alphabets of the characters that matter to the patterns: fences, code spans, addresses, URLs
+# ("www." and "https://" inside an address's name), sentence ends and blank lines.
+ALPHABETS = ("ab1._+-@`~ \n\t。!é", "aw.h:/tps@`~ \n-", "w.@a1_ \n", "a`~ \n\t", "a.!?… \n。x")
+
+
+@pytest.mark.parametrize("alphabet", ALPHABETS)
+def test_setting_aside_and_sentences_agree_with_the_reference_patterns(alphabet: str) -> None:
+    draw = random.Random(alphabet)
+    for _ in range(4000):
+        text = "".join(draw.choice(alphabet) for _ in range(draw.randint(0, 32)))
+        assert set_aside(text) == reference_aside(text), repr(text)
+        assert spaced(_sentences(text)) == spaced(reference_sentences(text)), repr(text)
+
+
+def test_setting_aside_by_example() -> None:
+    assert set_aside("see `x = 1` or ``a`b`` here") == "see   or  b  here"  # not CommonMark
+    assert set_aside("one ` tick\nand ``\nend") == "one ` tick\nand  \nend"
+    assert set_aside("Intro\n```py\ncode\n```\nafter") == "Intro\n\n\n\nafter"
+    assert set_aside("  ~~~~\nstill code\n~~~\n~~~~ \nafter") == "\n\n\nafter"
+    assert set_aside("x\n```\nno end") == "x\n\n\n"
+    assert set_aside("mail me.www.de@example.com now") == "mail   now"
+    assert set_aside("see www.example.de/a@b.c, or https://x.y/z") == "see   or  "
+    assert set_aside("a@b, @x.y, me@host.") == "a@b, @x.y, me@host."
+
+
+# Answers that made the old patterns and the sentence splitter quadratic or worse, at 10 MB:
+# (before, repeated, times, after).
+HOSTILE = {
+    "full stops": ("", ". ", 5_000_000, ""),
+    "a word, then full stops": ("Hello ", ". ", 5_000_000, ""),
+    "numbered": ("", "1. ", 3_400_000, ""),
+    "dotted letters": ("", "a.", 5_000_000, ""),
+    "spaces": ("", " ", 10_000_000, "a"),
+    "backticks": ("", "`", 10_000_000, "a"),
+    "fences": ("", "```\n", 2_500_000, ""),
+    "at signs": ("", "x@", 5_000_000, ""),
+    "an address's name": ("", "a", 10_000_000, "@"),
+    "blank lines": ("a", "\n \n", 3_400_000, ""),
+    "sentences": ("", "The quick brown fox jumps over the lazy dog. ", 230_000, ""),
+}
+HOSTILE_CHECK = """
+import json, sys
+from ruledrift.checks.language import check_language
+shapes = json.loads(sys.argv[1])
+results = {}
+for name, (before, repeated, times, after) in shapes.items():
+    answer = before + repeated * times + after
+    results[name] = [len(answer), *check_language(answer, "en", 0.5)]
+print(json.dumps(results))
+"""
+
+
+@pytest.mark.process
+def test_hostile_answers_of_10_mb_are_checked_on_their_first_characters() -> None:
+    """Each took minutes to hours before (quadratic in the answer); now the check reads only
+    the first IDENTIFIED_CHARS characters, in linear time (benchmarks/language_benchmark.py has
+    the times). The subprocess's timeout only keeps a regression from hanging the tests."""
+    done = subprocess.run(
+        [sys.executable, "-c", HOSTILE_CHECK, json.dumps(HOSTILE)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    results = json.loads(done.stdout)
+    assert set(results) == set(HOSTILE)
+    for name, (length, passed, message) in results.items():
+        assert length >= 10_000_000
+        read = f"only the first {IDENTIFIED_CHARS} of its {length} characters"
+        assert message.endswith(f" ({read} were read)"), (name, message)
+        assert passed == (name == "sentences"), (name, message)
+
+
+def test_only_the_first_characters_are_read_and_the_result_says_so() -> None:
+    english = " ".join(ENGLISH)
+    english = (english * (IDENTIFIED_CHARS // len(english) + 1))[:IDENTIFIED_CHARS]
+    german = " ".join(GERMAN)
+    passed, message = check_language(english, "en", 0.5)
+    assert passed, message
+    assert "were read" not in message  # exactly IDENTIFIED_CHARS: all of it was read
+    passed, message = check_language(english + german, "en", 0.5)
+    assert passed, message  # the German after the first IDENTIFIED_CHARS is not read
+    assert message.endswith(
+        f"(only the first {IDENTIFIED_CHARS} of its {len(english + german)} characters were read)"
+    )
+    passed, message = check_language(german + english, "en", 0.5)
+    assert not passed
+    assert "of its" in message
+    # a caller that sends only the beginning says how long the answer is
+    assert check_language(english, "en", 0.5, length=10**7)[1].endswith(
+        f"(only the first {IDENTIFIED_CHARS} of its 10000000 characters were read)"
+    )
+
+
 PROBE = """
 import json, socket, sys
 
@@ -583,6 +722,7 @@ def language_suite(tmp_path: Path, **args: object) -> dict[str, object]:
     return data
 
 
+@pytest.mark.process
 def test_the_language_assertion_from_a_suite_file_through_the_runner(tmp_path: Path) -> None:
     suite = load_suite(write_suite(tmp_path, language_suite(tmp_path)))
 

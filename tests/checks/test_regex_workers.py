@@ -1,4 +1,5 @@
-"""The regular-expression workers: time bounds, replacement, and no process left behind."""
+"""The check workers (regular expressions, language identification): time bounds,
+replacement, no process left behind, and their stderr through the GitHub log filter."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from ruledrift.checks.jsregex import js_test
-from ruledrift.checks.regex_workers import RegexEvaluator, RegexTimeout
+from ruledrift.checks.language import IDENTIFIED_CHARS, check_language
+from ruledrift.checks.regex_workers import LanguageTimeout, RegexEvaluator, RegexTimeout
+from ruledrift.console import output
 from tests.checks.test_jsregex import CASES
 
 pytestmark = pytest.mark.process
@@ -171,7 +174,7 @@ def test_a_busy_worker_dies_with_a_killed_ruledrift(tmp_path: Path) -> None:
         "    while not regex._workers:\n"
         "        await asyncio.sleep(0.01)\n"
         "    [worker] = regex._workers\n"
-        f"    open({str(pid_file)!r}, 'w').write(str(worker.pid))\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(worker.process.pid))\n"
         "    await task\n"
         "asyncio.run(main())\n"
     )
@@ -224,3 +227,120 @@ def test_closing_while_workers_start_leaves_no_process_behind() -> None:
         assert children() == before
 
     asyncio.run(run())
+
+
+# --- language identification in the workers -------------------------------------------------
+
+LANGUAGE_ANSWERS = (
+    ("Sure, I can help you with that. Your order ships today.", "en"),
+    ("Your refund was approved. Die Erstattung dauert etwa fünf Werktage.", "en"),
+    ("Ihre Bestellung wurde versandt und kommt am Donnerstag an.", "de"),
+    ("```\ncode only\n```", "en"),
+    ("Hello " + ". " * 300_000, "en"),  # longer than what is read
+)
+
+
+def test_the_workers_identify_languages_as_check_language_does() -> None:
+    async def run() -> list[tuple[bool, str]]:
+        regex = RegexEvaluator(timeout_s=30)
+        try:
+            return [await regex.language(text, code, 0.5) for text, code in LANGUAGE_ANSWERS]
+        finally:
+            await regex.aclose()
+
+    # the worker reads the first IDENTIFIED_CHARS; the message names the whole answer's length
+    assert asyncio.run(run()) == [check_language(t, c, 0.5) for t, c in LANGUAGE_ANSWERS]
+    assert asyncio.run(run())[-1][1].endswith(
+        f"(only the first {IDENTIFIED_CHARS} of its 600006 characters were read)"
+    )
+
+
+def test_an_unsupported_language_code_is_a_value_error_and_the_worker_stays() -> None:
+    async def run() -> None:
+        regex = RegexEvaluator(max_workers=1)
+        try:
+            with pytest.raises(ValueError, match="unsupported language code 'english'"):
+                await regex.language("Hello there.", "english", 0.5)
+            assert (await regex.language("Hello there, how are you today?", "en", 0.3))[0]
+        finally:
+            await regex.aclose()
+
+    asyncio.run(run())
+
+
+@needs_proc
+def test_a_language_check_past_the_time_limit_is_killed_and_the_worker_replaced() -> None:
+    """The model is loaded outside the limit (like Python itself); identifying 50,000
+    characters of prose takes far longer than 1 ms, so the worker is killed."""
+    prose = " ".join(LANGUAGE_ANSWERS[0][0] for _ in range(2000))
+
+    async def run() -> None:
+        before = children()
+        regex = RegexEvaluator(timeout_s=0.001, max_workers=1)
+        try:
+            regex.start_workers(1, languages=True)
+            while not regex._idle:
+                await asyncio.sleep(0.05)
+            (first,) = children() - before
+            with pytest.raises(LanguageTimeout) as timeout:
+                await regex.language(prose, "en", 0.5)
+            assert str(timeout.value) == "identifying the language took longer than 0.001 s"
+            assert first not in children()  # killed and reaped
+            regex.timeout_s = 30
+            assert (await regex.language(prose, "en", 0.5))[0]  # by a new worker
+        finally:
+            await regex.aclose()
+        assert children() - before == set()
+
+    asyncio.run(run())
+
+
+# --- what the workers write to stderr ---------------------------------------------------------
+
+
+@needs_proc
+def test_what_a_worker_writes_to_stderr_passes_the_github_log_filter(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A worker's stderr (a warning, a crash's traceback, anything its libraries print) reached
+    the log directly, past the filter that keeps workflow commands out of it. Written here into
+    the worker's own stderr, as anything in the worker would."""
+
+    async def run() -> None:
+        regex = RegexEvaluator(max_workers=1)
+        try:
+            assert await regex.test("a", "", "a")
+            [worker] = regex._workers
+            with open(f"/proc/{worker.process.pid}/fd/2", "a", encoding="utf-8") as stderr:
+                stderr.write("::error::from a worker\nhalf a line")
+        finally:
+            await regex.aclose()  # kills the worker and passes on the rest of its stderr
+
+    with output.protected_streams({"GITHUB_ACTIONS": "true"}):
+        asyncio.run(run())
+    written = capfd.readouterr().err
+    assert written.splitlines() == ["\\::error::from a worker", "half a line"]
+
+
+def test_answers_reach_the_workers_as_they_are() -> None:
+    """The text follows its request raw (by its length in UTF-8): line breaks, NUL, lone
+    surrogates and astral characters arrive unchanged."""
+    calls = [
+        ("^a\nb$", "", "a\nb"),
+        ("^a$", "m", "x\na\ny"),
+        ("\\0", "", "before\x00after"),
+        ("^.$", "", "\ud800"),
+        ("\\udfff", "", "a\udfffb"),
+        ("^..$", "", "😀"),
+        ("^.$", "u", "😀"),
+        ('^\\{"a": 1\\}\n$', "", '{"a": 1}\n'),
+    ]
+
+    async def run() -> list[bool]:
+        regex = RegexEvaluator(max_workers=1)
+        try:
+            return [await regex.test(*call) for call in calls]
+        finally:
+            await regex.aclose()
+
+    assert asyncio.run(run()) == [js_test(*call) for call in calls] == [True] * len(calls)
