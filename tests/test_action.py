@@ -6,6 +6,7 @@ persona, and a release workflow that runs tests → build → push → smoke →
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import re
@@ -18,12 +19,13 @@ from typing import Any
 import pytest
 import yaml
 from jsonschema import Draft7Validator
+from packaging.version import Version
 
 import ruledrift
 from ruledrift import action as entrypoint
 from ruledrift.action import inputs as action_inputs
 from ruledrift.config import load_suite
-from scripts.release import check_version
+from scripts.release import changelog, check_version, pin_image
 from tests.support.processes import tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,16 +117,33 @@ def test_action_yml_is_valid() -> None:
     assert schema_errors("github-action.json", action()) == []
 
 
-def test_action_runs_the_prebuilt_image_of_the_package_version() -> None:
+def test_action_runs_a_released_image_named_by_digest() -> None:
+    """`uses: ruledrift/action@<sha>` runs exactly the code it names: the image is a digest, never
+    a tag (which can be pushed again), and the comment is the version that digest was released
+    as: a release with notes, not newer than the package."""
     runs = action()["runs"]
-    image = f"docker://ghcr.io/ruledrift/action:{ruledrift.__version__}"
-    assert runs == {"using": "docker", "image": image}, "action.yml must run this version's image"
-    assert check_version.action_image() == image
-    assert check_version.package_version() == ruledrift.__version__
-    assert check_version.problems(f"v{ruledrift.__version__}", "ghcr.io/ruledrift/action") == []
+    assert set(runs) == {"using", "image"}
+    assert runs["using"] == "docker"
+    assert re.fullmatch(r"docker://ghcr\.io/ruledrift/action@sha256:[0-9a-f]{64}", runs["image"])
+    pin = pin_image.read_pin((ROOT / "action.yml").read_text(encoding="utf-8"))
+    assert runs["image"] == f"docker://{pin.reference}"
+    changelog.section((ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), pin.version)
+    assert Version(pin.version) <= Version(ruledrift.__version__)
+    assert check_version.problems(ruledrift.__version__, "ghcr.io/ruledrift/action") == []
     branding = action()["branding"]
     assert branding["icon"]
     assert branding["color"]
+
+
+def test_the_image_line_is_outside_the_images_build_context() -> None:
+    """The release commits the digest into action.yml after the build: that must not change
+    the image (.dockerignore is an allowlist without action.yml)."""
+    lines = (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+    ignore = [line for line in lines if line.strip() and not line.startswith("#")]
+    assert ignore[0] == "*", "everything is excluded first"
+    allowed = [line[1:] for line in ignore if line.startswith("!")]
+    assert allowed
+    assert not [pattern for pattern in allowed if fnmatch.fnmatch("action.yml", pattern)]
 
 
 def test_the_docs_promise_the_major_version_of_the_package() -> None:
