@@ -736,11 +736,30 @@ def test_the_docs_describe_every_input_and_output() -> None:
     docs = (ROOT / "docs" / "github-action.md").read_text(encoding="utf-8")
     for name in [*action_inputs.INPUTS, *entrypoint.OUTPUTS]:
         assert f"| `{name}`" in docs, f"docs/github-action.md: no table row for `{name}`"
-    for heading in ("## Inputs", "## Outputs", "## Annotations and job summary"):
-        assert heading in docs
+    for heading in (
+        "## Inputs",
+        "## Outputs",
+        "## Annotations and job summary",
+        "### Which ref to use",  # the unknown-input warning links to #which-ref-to-use
+        "### PID 1",
+    ):
+        assert f"\n{heading}\n" in docs
     gitlab = (ROOT / "docs" / "gitlab-ci.md").read_text(encoding="utf-8")
     assert 'entrypoint: [""]' in gitlab
     assert "examples/gitlab-ci.yml" in gitlab
+
+
+def test_the_release_guide_follows_the_release_workflow() -> None:
+    guide = (ROOT / "docs" / "releasing.md").read_text(encoding="utf-8")
+    for job in release_jobs():
+        assert f"**{job}**" in guide, f"docs/releasing.md: describe the job {job}"
+    assert "gh workflow run release.yml --ref main -f version=X.Y.Z" in guide
+    assert "## When something fails" in guide
+    model = load_suite(ROOT / "scripts" / "release" / "smoke" / "model.json").adapter
+    assert isinstance(model, OllamaAdapterConfig)
+    assert f"`{model.model}`" in guide
+    assert f"`ollama-models-{model.model.replace(':', '-')}`" in guide
+    assert "python3 -m scripts.release.pin_image" in guide
 
 
 @pytest.mark.parametrize("job_name", ["ollama-sidecar", "ollama-service"])
