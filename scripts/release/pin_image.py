@@ -31,8 +31,9 @@ from scripts.release import moving_tags
 
 ROOT = Path(__file__).resolve().parents[2]
 DIGEST = r"sha256:[0-9a-f]{64}"
-# A registry path in lower case (GHCR and Docker refuse upper case), then the digest.
-NAME_PART = r"[a-z0-9]+(?:[._-][a-z0-9]+)*"
+# A registry path in lower case (GHCR and Docker refuse upper case; the separators of the OCI
+# distribution spec), then the digest.
+NAME_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 REFERENCE = re.compile(rf"(?P<image>{NAME_PART}(?:/{NAME_PART})+)@(?P<digest>{DIGEST})")
 PIN_LINE = re.compile(rf"  image: docker://{REFERENCE.pattern} # (?P<version>\S+)")
 IMAGE_LINE = re.compile(r"^  image:.*$", re.MULTILINE)

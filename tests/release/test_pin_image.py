@@ -64,6 +64,13 @@ def test_an_image_line_outside_runs_is_not_touched() -> None:
 
 
 @pytest.mark.parametrize(
+    "image", [IMAGE, "ghcr.io/my-org/my--repo", "ghcr.io/o/a__b", "registry.example/a/b/c"]
+)
+def test_every_lower_case_registry_path_can_be_pinned(image: str) -> None:
+    assert make_pin(f"{image}@{DIGEST}", "1.0.0").reference == f"{image}@{DIGEST}"
+
+
+@pytest.mark.parametrize(
     ("reference", "version"),
     [
         (f"{IMAGE}:1.2.3", "1.2.3"),  # a tag
@@ -72,6 +79,8 @@ def test_an_image_line_outside_runs_is_not_touched() -> None:
         (f"{IMAGE}@sha256:{'a' * 63}", "1.2.3"),  # too short
         (f"GHCR.io/RuleDrift/action@{DIGEST}", "1.2.3"),  # upper case name
         (f"action@{DIGEST}", "1.2.3"),  # no registry path
+        (f"ghcr.io/o/a___b@{DIGEST}", "1.2.3"),  # three underscores
+        (f"ghcr.io/o/-a@{DIGEST}", "1.2.3"),  # a leading separator
         (f"{IMAGE}@{DIGEST}", "v1.2.3"),  # the tag, not the version
         (f"{IMAGE}@{DIGEST}", "1.2"),
         (f"{IMAGE}@{DIGEST} # 1.2.3\n  x: y", "1.2.3"),  # an injected line
