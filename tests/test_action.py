@@ -2,7 +2,10 @@
 examples/gitlab-ci.yml: valid against their schemas (vendored SchemaStore copies,
 check-jsonschema's built-in ones), in step with the entrypoint, the package version and the
 docs, least-privileged, pinned (the same pins in the docs), clean under zizmor's pedantic
-persona, and a release workflow that runs tests → build → push → smoke → move tags."""
+persona; action.yml names its image by digest; and a release workflow in which nothing gets a
+version or a tag before the candidate, pushed by digest, passed its scan and its smoke test on
+amd64 and arm64 (tests → candidate → scan + smoke → publish), read here since it needs GitHub
+and a registry to run."""
 
 from __future__ import annotations
 
