@@ -48,6 +48,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore
 
+# tini, Debian's package pinned to trixie's version, is PID 1 (see ENTRYPOINT). An apt pin has no
+# digest: when Debian replaces the version, this build fails and the pin is raised by hand.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends tini=0.19.0-3+b8 \
+    && rm -rf /var/lib/apt/lists/* \
+    && tini --version
+
 COPY --from=ollama /usr/bin/ollama /usr/bin/ollama
 COPY --from=ollama /usr/lib/ollama /usr/lib/ollama
 
@@ -69,5 +76,10 @@ COPY entrypoint.py /app/entrypoint.py
 WORKDIR /work
 
 # No USER: GitHub runs Docker actions as root (the entrypoint gives written files back to the
-# workspace's owner). An absolute interpreter: a workflow's PATH replaces the image's.
-ENTRYPOINT ["/usr/local/bin/python", "/app/entrypoint.py"]
+# workspace's owner). Absolute paths: a workflow's PATH replaces the image's.
+# tini is PID 1: it forwards signals to RuleDrift and reaps orphans. RuleDrift kills what an
+# agent's call left running; a child whose agent had exited belongs to PID 1 by then, and a
+# PID 1 that never waits (Python) would keep it a zombie until the run ends
+# (scripts/release/smoke/reaping.json checks). -s: also a subreaper when it is not PID 1
+# (`docker run --init`), without tini's warning.
+ENTRYPOINT ["/usr/bin/tini", "-s", "--", "/usr/local/bin/python", "/app/entrypoint.py"]

@@ -1,6 +1,6 @@
 """The container's entrypoint: the RuleDrift GitHub Action when the runner passes `INPUT_*`
 variables, otherwise the `ruledrift` CLI (`docker run IMAGE run suite.json`). The logic lives in
-the package ruledrift/action/; this file only hands over argv and the environment and exits."""
+ruledrift/action/; this file only hands over argv and the environment and exits."""
 
 from __future__ import annotations
 

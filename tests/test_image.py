@@ -6,6 +6,8 @@ PyPI, once per session)."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -182,6 +184,19 @@ def test_one_ollama_image_everywhere() -> None:
     assert f"image: {pinned}" in ci, "the CI service container is pinned by digest too"
 
 
+def test_the_docs_name_the_python_image_the_dockerfile_pins() -> None:
+    """Dependabot updates the FROM line; the docs' mentions of the base image follow it."""
+    pinned = stage("base")[0].arguments.split()[0].split("@")[0]
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    seen = [
+        (path.name, match)
+        for path in docs
+        for match in re.findall(r"python:3\.\d+\.\d+-slim-\w+", path.read_text(encoding="utf-8"))
+    ]
+    assert seen, "the docs say which Python image the action runs"
+    assert [(name, m) for name, m in seen if m != pinned] == []
+
+
 FAKE_VERSION = re.compile(r'^\s*(?:DEFAULT_)?VERSION\s*=\s*"(?P<version>\d+\.\d+\.\d+)"', re.M)
 
 
@@ -252,9 +267,75 @@ def test_environment_entrypoint_and_user() -> None:
     for setting in ("PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "PIP_NO_CACHE_DIR=1"):
         assert setting in env
     (entry,) = of("ENTRYPOINT")
-    assert entry.arguments == '["/usr/local/bin/python", "/app/entrypoint.py"]'
+    assert json.loads(entry.arguments) == [
+        "/usr/bin/tini",
+        "-s",
+        "--",
+        "/usr/local/bin/python",
+        "/app/entrypoint.py",
+    ], "exec form, tini first: it is PID 1"
     assert ["entrypoint.py"] in [sources for sources, _ in local_copies()]
     assert of("USER") == [], "GitHub runs Docker actions as root: no USER"
+
+
+def test_tini_comes_from_debian_pinned_in_the_final_stage() -> None:
+    final = stages()[-1]
+    (install,) = [i.arguments for i in final if i.keyword == "RUN" and "tini" in i.arguments]
+    assert re.search(
+        r"apt-get install -y --no-install-recommends tini=0\.19\.0-\d+(\+b\d+)? ", install
+    ), "tini from Debian, pinned to trixie's version"
+    assert install.startswith("apt-get update && ")
+    assert "rm -rf /var/lib/apt/lists/*" in install, "no package lists left in the layer"
+    assert "-trixie@" in stage("base")[0].arguments, "the pin is trixie's version of tini"
+
+
+# The Dockerfile's ENTRYPOINT run here: the image's paths, mapped to this machine's.
+def entrypoint_here() -> list[str]:
+    (entry,) = of("ENTRYPOINT")
+    here = {
+        "/usr/local/bin/python": sys.executable,
+        "/app/entrypoint.py": str(ROOT / "entrypoint.py"),
+    }
+    if "/usr/bin/tini" in entry.arguments:
+        tini = shutil.which("tini")
+        if not tini:
+            pytest.fail("tini is not installed: apt-get install tini (.ci/run installs it)")
+        here["/usr/bin/tini"] = tini
+    argv = json.loads(entry.arguments)
+    unknown = [a for a in argv if a.startswith("/") and a not in here]
+    assert not unknown, f"map {unknown} to this machine in entrypoint_here()"
+    return [here.get(a, a) for a in argv]
+
+
+# Stands in for PID 1 of a container without a PID namespace: a child subreaper (Linux 3.4+)
+# gets its descendants' orphans as PID 1 would; the setting survives the exec into the
+# ENTRYPOINT's first program.
+AS_PID_1 = (
+    "import ctypes, os, sys\n"
+    "if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:\n"  # PR_SET_CHILD_SUBREAPER
+    "    sys.exit(f'prctl: {os.strerror(ctypes.get_errno())}')\n"
+    "os.execv(sys.argv[1], sys.argv[1:])\n"
+)
+
+
+@pytest.mark.process
+@pytest.mark.skipif(sys.platform != "linux", reason="child subreapers and /proc are Linux's")
+def test_the_entrypoint_reaps_the_children_of_a_killed_agent(tmp_path: Path) -> None:
+    """RuleDrift kills what an agent's call left running; the orphan, a child of PID 1 by then,
+    must not stay a zombie. The release smoke runs the same suite in the built image."""
+    suite = ROOT / "scripts" / "release" / "smoke" / "reaping.json"
+    report = tmp_path / "report.json"
+    command = [sys.executable, "-c", AS_PID_1, *entrypoint_here(), "run", str(suite)]
+    done = subprocess.run(
+        [*command, "--json", str(report), "--include-responses", "--github", "off"],
+        env={k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    (probe,) = json.loads(report.read_text())["scenarios"][0]["probes"]
+    assert done.returncode == 0, f"{probe.get('response')!r}\n{done.stdout}{done.stderr}"
 
 
 def test_oci_labels() -> None:

@@ -125,6 +125,14 @@ def read_inputs(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+def unknown_inputs(environ: Mapping[str, str]) -> list[str]:
+    """The `INPUT_*` variables that name no input of this version, sorted: passed by an action.yml
+    newer than this image (a workflow on `@main` between releases), or a misspelt `with:` key of
+    `uses: docker://…`, which no runner checks. They are ignored; the run warns about them."""
+    known = {input_variable(name) for name in INPUTS}
+    return sorted(name for name in environ if name.startswith("INPUT_") and name not in known)
+
+
 def is_action(argv: Sequence[str], environ: Mapping[str, str]) -> bool:
     """Action mode: the runner set INPUT_CONFIG, or GITHUB_ACTIONS with inputs and no arguments."""
     if input_variable("config") in environ:

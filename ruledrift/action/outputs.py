@@ -8,12 +8,13 @@ import sys
 import uuid
 from collections.abc import Mapping, Sequence
 
+from ruledrift import __version__
 from ruledrift.action.inputs import DOCS, Problem
 from ruledrift.app import RunOutcome
 from ruledrift.console import output
 from ruledrift.data import Status
 from ruledrift.reports.workflow_commands import workflow_command
-from ruledrift.text import markdown_inline
+from ruledrift.text import markdown_inline, preview
 
 # The outputs of action.yml, in its order (tests/action/test_action.py checks they agree).
 OUTPUTS = (
@@ -57,6 +58,23 @@ def report_problems(problems: Sequence[Problem], summary_file: str) -> None:
         ]
         with open(summary_file, "a", encoding="utf-8") as summary:
             summary.write("\n".join(lines) + "\n")
+
+
+def warn_unknown_inputs(variables: Sequence[str]) -> None:
+    """One `::warning::` naming every `INPUT_*` variable this image does not know (one, not one
+    each: GitHub shows 10 warnings a step, and the run's own warnings come later)."""
+    names = ", ".join(
+        f'"{preview(v.removeprefix("INPUT_").lower(), 80)}" ({preview(v, 80)})' for v in variables
+    )
+    message = (
+        f"RuleDrift {__version__}, the image this step runs, does not know the input(s) {names} "
+        "and ignores them. The action.yml that declares them is newer than the image it names, as "
+        "on @main or a commit of main between releases: use a release (ruledrift/action@v1, or a "
+        f"release's tag or commit), whose action.yml names its own image (see {DOCS}"
+        "#which-ref-to-use). With uses: docker://…, check the spelling of the with: keys."
+    )
+    title = f"RuleDrift {__version__}: unknown input(s)"
+    output.command(workflow_command("warning", message, {"title": title}))
 
 
 def outputs_for(

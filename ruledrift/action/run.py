@@ -19,8 +19,19 @@ from urllib.parse import urlsplit
 
 from ruledrift import app, cli, console
 from ruledrift.action.files import created_root, give_back
-from ruledrift.action.inputs import InputError, Settings, parse_inputs, read_inputs
-from ruledrift.action.outputs import outputs_for, report_problems, write_outputs
+from ruledrift.action.inputs import (
+    InputError,
+    Settings,
+    parse_inputs,
+    read_inputs,
+    unknown_inputs,
+)
+from ruledrift.action.outputs import (
+    outputs_for,
+    report_problems,
+    warn_unknown_inputs,
+    write_outputs,
+)
 from ruledrift.adapters.ollama import OllamaAdapterConfig
 from ruledrift.boundary.http import is_loopback
 from ruledrift.console import output
@@ -189,6 +200,8 @@ def _pull_then_run(
 def run_action(environ: Mapping[str, str], cwd: Path) -> int:
     workspace = Path(environ.get("GITHUB_WORKSPACE") or cwd)
     outputs_file = environ.get("GITHUB_OUTPUT", "")
+    if unknown := unknown_inputs(environ):
+        warn_unknown_inputs(unknown)
     try:
         settings = parse_inputs(read_inputs(environ), cwd)
     except InputError as error:

@@ -1,11 +1,11 @@
-"""Whether CI passed on the commit a release tag points at, from GitHub's list of that commit's
-CI runs:
+"""Whether CI passed on the commit being released (main's, where the release workflow was
+started), from GitHub's list of that commit's CI runs:
 
     gh api "repos/OWNER/REPO/actions/workflows/ci.yml/runs?head_sha=SHA&per_page=100" \\
       | python3 -m scripts.release.ci_status SHA
 
 Only runs of that very commit count that ran the commit itself: `push` (to main) and
-`workflow_dispatch` (run on the tag by hand). A `pull_request` run tested a merge with its base,
+`workflow_dispatch` (run on it by hand). A `pull_request` run tested a merge with its base,
 not this commit. One successful run is enough (a failed attempt that was re-run and passed is a
 pass); a run still queued or in progress means "wait".
 

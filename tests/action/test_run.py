@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import ruledrift
 from ruledrift.action import files as action_files
 from ruledrift.action import inputs as action_inputs
 from ruledrift.action import outputs as action_outputs
@@ -355,6 +356,49 @@ def test_wrong_inputs_are_exit_2_with_an_error_naming_the_input(
     assert not (action.workspace / "ruledrift-report.json").exists()
 
 
+def warnings_in(run: Run) -> list[tuple[str, str]]:
+    return [(c, m) for c, m in workflow_commands(run.stdout) if c.startswith("warning ")]
+
+
+def test_inputs_this_image_does_not_know_are_named_in_one_warning(action: Action) -> None:
+    """A workflow on @main passes inputs that main's action.yml declares and the released image
+    does not know: they are named with the image's version, and the run goes on without them."""
+    run = action.run({"config": action.suite(), "shards": "2/4", "min-pass-rates": "0.9"})
+    assert run.code == 0, run.log
+    ((command, message),) = warnings_in(run)
+    version = ruledrift.__version__
+    assert command == f"warning title=RuleDrift {version}%3A unknown input(s)"
+    assert '"min-pass-rates" (INPUT_MIN-PASS-RATES), "shards" (INPUT_SHARDS)' in message
+    assert message.startswith(f"RuleDrift {version}, the image this step runs, does not know")
+    assert "use a release (ruledrift/action@v1" in message
+    assert message.endswith("check the spelling of the with: keys.")
+    assert "docs/github-action.md#which-ref-to-use" in message
+    assert run.outputs["probes"] == "2"
+
+
+def test_the_declared_inputs_give_no_warning(action: Action) -> None:
+    run = action.run({"config": action.suite()})
+    assert run.code == 0, run.log
+    assert warnings_in(run) == []
+
+
+def test_unknown_inputs_are_named_also_when_the_known_ones_are_wrong(action: Action) -> None:
+    run = action.run({"config": action.suite(), "concurrency": "0", "repeats": "5"})
+    assert run.code == 2
+    ((_, message),) = warnings_in(run)
+    assert '"repeats" (INPUT_REPEATS)' in message
+
+
+def test_a_hostile_variable_name_stays_one_inert_warning(action: Action) -> None:
+    name = "INPUT_X%0A::error::forged\x1b]0;title\x07"
+    run = action.run({"config": action.suite()}, env={name: "1"})
+    assert run.code == 0, run.log
+    assert [c for c, _ in workflow_commands(run.stdout) if not c.startswith("warning ")] == []
+    ((_, message),) = warnings_in(run)
+    assert "%250A::error::forged\\x1b]0;title\\x07" in message  # shown, never acted on
+    assert "\x1b" not in run.stdout
+
+
 def test_every_wrong_input_is_reported_at_once(action: Action) -> None:
     run = action.run({"config": "", "concurrency": "0", "start-ollama": "sometimes"})
     assert run.code == 2
@@ -597,6 +641,16 @@ def test_input_variables_keep_hyphens() -> None:
     assert action_inputs.input_variable("base-url") == "INPUT_BASE-URL"
     assert action_inputs.input_variable("include-responses") == "INPUT_INCLUDE-RESPONSES"
     assert action_inputs.input_variable("my input") == "INPUT_MY_INPUT"
+
+
+def test_unknown_input_variables() -> None:
+    declared = {action_inputs.input_variable(name): "" for name in action_inputs.INPUTS}
+    assert action_inputs.unknown_inputs({**declared, "GITHUB_ACTIONS": "true"}) == []
+    assert action_inputs.unknown_inputs({**declared, "INPUT_SHARD2": "", "INPUT_A": ""}) == [
+        "INPUT_A",
+        "INPUT_SHARD2",
+    ]
+    assert action_inputs.unknown_inputs({"INPUT_BASE_URL": ""}) == ["INPUT_BASE_URL"]  # hyphen
 
 
 def test_action_mode_detection() -> None:
