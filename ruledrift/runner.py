@@ -10,6 +10,7 @@ every scenario and still returns what finished, with `interrupted` set.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
@@ -51,11 +52,13 @@ class CallBudget:
     limit: int | None = None
     used: int = 0
 
-    def take(self) -> None:
-        """Count one call, or raise AdapterError when the budget is used up."""
+    def take(self, *, resend: bool = False) -> None:
+        """Count one call (a resend of one is a call too), or raise AdapterError when the
+        budget is used up."""
         if self.limit is not None and self.used >= self.limit:
+            done = "the request was not sent again" if resend else "not run"
             raise AdapterError(
-                f"not run: the budget of {self.limit} model call(s) (--max-calls) was used up"
+                f"{done}: the budget of {self.limit} model call(s) (--max-calls) was used up"
             )
         self.used += 1
 
@@ -157,10 +160,17 @@ class _ScenarioRun:
         self.budget.take()
         self.calls += 1
         try:
-            completion = await self.adapter.complete(messages, context)
+            completion = await self.adapter.complete(
+                messages, dataclasses.replace(context, on_resend=self._resent)
+            )
         finally:
             self.events.call_finished(self.scenario)
         return Completion(repair_surrogates(completion.content), completion.metadata)
+
+    def _resent(self) -> None:
+        """The adapter sends the call in flight again: that is a model call too."""
+        self.budget.take(resend=True)
+        self.calls += 1
 
     async def _play_turn(self, turn: int) -> str | None:
         self.transcript.append(Message("user", self.scenario.turns[turn - 1]))

@@ -1,9 +1,9 @@
 """The layer rules of docs/architecture.md, checked over the real import graph of ruledrift/.
 
 Each module belongs to a layer; a module may import modules of its own layer or of layers below
-it, never above. Network connections (socket, ssl; HTTP is adapters/http11.py) and child
-processes (subprocess, asyncio.subprocess) stay at the target layer (adapters/ and ollama/), and
-the module graph has no cycles."""
+it, never above. Network connections (socket, ssl, aiohttp; HTTP is adapters/http_client.py) and
+child processes (subprocess, asyncio.subprocess) stay at the target layer (adapters/ and ollama/),
+and the module graph has no cycles."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # Libraries only the target layer may use: the seam keeps them out of everything above it.
 TARGET_ONLY = {
-    "httpx": "HTTP",
+    "aiohttp": "HTTP",
     "socket": "network connections",
     "ssl": "TLS",
     "subprocess": "child processes",
@@ -128,4 +128,4 @@ def test_the_checker_catches_an_upward_import() -> None:
     assert upward("adapters.base", {"reports.terminal"}) == ["ruledrift.reports.terminal (reports)"]
     assert upward("cli", {"app", "console", "reports.terminal"}) == []
     assert "jsonschema" in imports("config")  # the parser sees third-party imports
-    assert {"socket", "ssl"} <= imports("adapters.http11")
+    assert {"socket", "ssl", "aiohttp"} <= imports("adapters.http_client")

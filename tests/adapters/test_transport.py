@@ -316,7 +316,7 @@ def test_a_server_that_never_answers_did_not_answer() -> None:
 def test_a_key_at_the_cut_of_an_error_text_is_scrubbed_first() -> None:
     with FakeOpenAI() as fake:
         fake.script += [
-            (500, "x" * 260 + KEY + " and more"),  # the key across the 300-character cut
+            (500, {"error": "x" * 260 + KEY + " and more"}),  # the key across the 300-char cut
             (500, {"error": {"message": "y" * 280 + KEY[:30]}}),  # the server cut the key
         ]
         across_the_cut = failure(fake.base_url, get_models)
