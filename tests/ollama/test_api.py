@@ -103,8 +103,8 @@ def test_a_model_the_registry_does_not_have(fake: FakeOllama) -> None:
         (Fault("error_line", error="disk full"), "failed: disk full"),
         (Fault(status=500, error="internal"), "failed: internal (HTTP 500)"),
         (Fault("invalid_json"), "failed: a progress line is not JSON: <html><body>502"),
-        (
-            Fault("disconnect"),
+        (  # twice: a request whose connection closed before any answer is sent once more
+            Fault("disconnect", times=2),
             "failed to pull qwen3:1.7b: the server closed the connection without answering",
         ),
     ],
