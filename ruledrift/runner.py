@@ -10,7 +10,6 @@ every scenario and still returns what finished, with `interrupted` set.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
@@ -160,9 +159,7 @@ class _ScenarioRun:
         self.budget.take()
         self.calls += 1
         try:
-            completion = await self.adapter.complete(
-                messages, dataclasses.replace(context, on_resend=self._resent)
-            )
+            completion = await self.adapter.complete(messages, context)
         finally:
             self.events.call_finished(self.scenario)
         return Completion(repair_surrogates(completion.content), completion.metadata)
@@ -174,7 +171,14 @@ class _ScenarioRun:
 
     async def _play_turn(self, turn: int) -> str | None:
         self.transcript.append(Message("user", self.scenario.turns[turn - 1]))
-        context = CallContext(self.suite.name, self.scenario.id, "turn", turn=turn, run=self.run)
+        context = CallContext(
+            self.suite.name,
+            self.scenario.id,
+            "turn",
+            turn=turn,
+            run=self.run,
+            on_resend=self._resent,
+        )
         try:
             completion = await self._call(tuple(self.transcript), context)
         except AdapterError as error:
@@ -192,6 +196,7 @@ class _ScenarioRun:
             probe=probe.id,
             after_turn=probe.after_turn,
             run=self.run,
+            on_resend=self._resent,
         )
         try:
             completion = await self._call(messages, context)

@@ -248,6 +248,16 @@ def ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | Non
     return address
 
 
+def is_legacy_ipv4(host: str) -> bool:
+    """Whether a host is an IPv4 address in a spelling other than four decimal parts (`127.1`,
+    `2130706433`, `0x7f.0.0.1`): the resolver reads it as an address, aiohttp refuses it."""
+    try:
+        ipaddress.ip_address(host.strip("[]").partition("%")[0])
+    except ValueError:
+        return ip_address(host) is not None
+    return False
+
+
 def is_loopback_host(host: str) -> bool:
     """Whether a host is this machine's loopback: `localhost` (and `*.localhost`), 127.0.0.0/8
     and ::1, in any spelling."""

@@ -25,7 +25,6 @@ and control characters are shown as escapes.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import json
 import re
@@ -305,7 +304,7 @@ class JsonClient:
             last, delay_s = tries == self._retry.attempts, self._retry.delay_s(tries)
             connect_s = max(deadline - loop.time(), 0.001)
             try:
-                reply = await self._exchange(method, path, body, connect_s, sends)
+                reply = await self._exchange(method, path, body, connect_s, sends, tries)
             except http_client.ConnectError as error:
                 timed_out = isinstance(error, http_client.ConnectTimeout)
                 late = timed_out or loop.time() + delay_s >= deadline
@@ -316,7 +315,7 @@ class JsonClient:
                 raise self._broken(error, method, path, doing) from None
             else:
                 if reply.status not in RETRY_STATUSES or last or loop.time() + delay_s >= deadline:
-                    return dataclasses.replace(reply, tries=tries)
+                    return reply
             await asyncio.sleep(delay_s)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -327,18 +326,19 @@ class JsonClient:
         body: Mapping[str, object] | None,
         connect_s: float,
         sends: _Sends,
+        tries: int,
     ) -> Reply:
-        """One request and its whole reply."""
+        """One request and its whole reply (the `tries`-th of its call)."""
         data = None if body is None else json_body(body)
         response = await self._http.send(
             method, path, data, connect_timeout_s=connect_s, on_send=sends
         )
         try:
-            return await self._receive(response, f"{method} {path}")
+            return await self._receive(response, f"{method} {path}", tries)
         finally:
             await response.aclose()
 
-    async def _receive(self, response: http_client.Response, what: str) -> Reply:
+    async def _receive(self, response: http_client.Response, what: str, tries: int = 1) -> Reply:
         """The reply with its body decoded as it arrives; more than `max_body_bytes` decoded
         bytes stop the reading and raise AdapterError."""
         decoder = self._decoder(response, what)
@@ -356,7 +356,8 @@ class JsonClient:
                         "something else?"
                     )
                 chunks.append(chunk)
-        return Reply(response.status, response.reason, response.headers, b"".join(chunks))
+        body = b"".join(chunks)
+        return Reply(response.status, response.reason, response.headers, body, tries)
 
     def _split(self, lines: _Lines, chunk: bytes, failed: str) -> list[str]:
         try:
@@ -631,9 +632,20 @@ def safe_text(text: str, secrets: Sequence[str], limit: int) -> str:
     return cut_text(terminal_safe(text), limit)
 
 
+_URL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_BAD_HOST_CHARS = frozenset(' <>"{}|\\^`')
+
+
 def url_problem(url: str) -> str | None:
     """What is wrong with a server URL from a suite or an option, or None. Never echoes the
-    URL: it may hold a password or a key."""
+    URL: it may hold a password or a key. Spaces and non-ASCII characters in the path are
+    fine: they are percent-encoded when sent (a `%` that starts no escape becomes `%25`)."""
+    control = _URL_CONTROL.search(url)
+    if control is not None:  # urlsplit drops tabs and line breaks; others would go out raw
+        return (
+            f"holds a control character (U+{ord(control.group()):04X} at character "
+            f"{control.start() + 1}), which no URL can carry: remove it"
+        )
     try:
         parts = urlsplit(url)
         _ = parts.port
@@ -644,6 +656,13 @@ def url_problem(url: str) -> str | None:
         )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "expected an http:// or https:// URL with a host, e.g. http://127.0.0.1:11434"
+    if any(c in _BAD_HOST_CHARS for c in parts.hostname):
+        return "the host holds a space or a character no host name has"
+    if http_client.is_legacy_ipv4(parts.hostname):
+        return (
+            "the host is an IPv4 address in a legacy spelling (127.1, 2130706433, 0x7f.0.0.1), "
+            "which is refused: write its four decimal parts, e.g. 127.0.0.1"
+        )
     if parts.username is not None or parts.password is not None:
         return (
             "URLs with embedded credentials are rejected: keep secrets out of the config "

@@ -366,6 +366,19 @@ def test_a_header_that_would_forge_another_is_refused_without_its_value(
             None,
         ),
         ({"HTTPS_PROXY": "http://user:pw@p:1"}, "https://example.com", "http://p:1"),
+        ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "10.0.0.0/8"}, "https://10.1.2.3/", None),
+        (
+            {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "10.0.0.0/8"},
+            "https://11.1.2.3/",
+            "http://p:1",
+        ),
+        ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "x.io, fd00::/8"}, "https://[fd12::1]/", None),
+        ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "192.168.0.0/16"}, "https://h.io", "http://p:1"),
+        ({"HTTP_PROXY": "http://p:1"}, "http://127.0.0.1:8080/v1", None),  # loopback: never
+        ({"HTTP_PROXY": "http://p:1"}, "http://127.1:8080/v1", None),
+        ({"HTTP_PROXY": "http://p:1"}, "http://[::ffff:127.0.0.1]:8080", None),
+        ({"HTTP_PROXY": "http://p:1"}, "http://[::1]:8080", None),
+        ({"HTTP_PROXY": "http://p:1"}, "http://localhost.:8080", None),
         ({"HTTPS_PROXY": ""}, "https://example.com", None),
     ],
 )

@@ -32,6 +32,7 @@ from tests.support.ollama_fake import (
 )
 from tests.support.ollama_fake.server import Messages
 from tests.support.openai_fake import FakeOpenAI
+from tests.support.raw_server import RawServer
 from tests.support.suites import base_suite, write_suite
 
 FAST = Retry(attempts=3, base_delay_s=0.01)
@@ -682,3 +683,23 @@ def test_cli_exit_codes_and_report(tmp_path: Path) -> None:
         server.add_fault(Fault(status=500, error=RUNNER_STOPPED, times=None))
         assert cli(path, report) == 3
         assert "model runner has unexpectedly stopped" in report.read_text()
+
+
+def test_a_chat_sent_again_on_a_new_connection_is_counted(tmp_path: Path) -> None:
+    """The connection closed before any answer: the chat is sent once more, and that send is a
+    model call like any other (it once went uncounted, and past --max-calls)."""
+    with FakeOllama() as server:
+        server.add_fault(Fault("disconnect", path="/api/chat"))
+        path = suite_file(tmp_path, server.base_url, 1, [("p1", 1)])
+        result = run(path)
+        chats = len(server.chats())
+    assert result.status == "passed"
+    assert chats == 3  # the turn twice, then the probe
+    assert result.model_calls == 3
+
+
+def test_a_content_length_no_parser_accepts_is_an_error_of_the_call() -> None:
+    answer = "HTTP/1.1 200 OK\r\nContent-Length: ²\r\n\r\nok".encode()
+    with RawServer(answer) as server:
+        message = failure(adapter(server.url))
+    assert "Invalid character in Content-Length" in message

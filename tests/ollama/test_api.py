@@ -24,9 +24,11 @@ from ruledrift.ollama.api import (
     knows_think_max,
     pull_model,
     release,
+    server_answers,
 )
 from ruledrift.reports.pull_progress import PullProgressPrinter
 from tests.support.ollama_fake import PULL_MISSING, FakeOllama, Fault
+from tests.support.raw_server import RawServer
 
 T = TypeVar("T")
 
@@ -290,3 +292,12 @@ def test_a_deeply_nested_progress_line_is_an_error_of_the_pull(fake: FakeOllama)
     fake.add_fault(Fault("lines", path="/api/pull", body=[b"[" * 20_000]))
     with pytest.raises(AdapterError, match="a progress line is not JSON: \\[\\[\\["):
         run(pull_model(fake.base_url, "qwen3:1.7b", lambda event: None))
+
+
+def test_the_probe_of_a_server_with_a_content_length_no_parser_accepts_says_no() -> None:
+    """The action asks `server_answers` before it starts Ollama: `Content-Length: ²` once
+    crashed it (exit 4)."""
+    answer = "HTTP/1.1 200 OK\r\nContent-Length: ²\r\n\r\nok".encode()
+    with RawServer(answer) as server:
+        assert run(server_answers(server.url, 2.0)) is False
+        assert len(server.heads) == 1
