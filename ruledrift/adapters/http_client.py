@@ -345,6 +345,9 @@ class Client:
     def __init__(
         self, base_url: str, headers: Mapping[str, str], *, trust_env: bool = True
     ) -> None:
+        import aiohttp  # loaded here, not inside the first request's time limit
+
+        del aiohttp
         parts = urlsplit(base_url)
         self._origin = _origin(parts)
         self._base = base_url.rstrip("/")

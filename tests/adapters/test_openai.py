@@ -524,7 +524,7 @@ def test_a_resend_is_a_model_call_the_budget_counts(tmp_path: Path) -> None:
     assert errors == ["not run: the budget of 2 model call(s) (--max-calls) was used up"]
 
 
-SUPERSCRIPT_LENGTH = "HTTP/1.1 200 OK\r\nContent-Length: ²\r\n\r\nok".encode()
+SUPERSCRIPT_LENGTH = b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\nok"  # one byte: ² in Latin-1
 
 
 def test_a_content_length_no_parser_accepts_fails_the_call_not_the_run(tmp_path: Path) -> None:

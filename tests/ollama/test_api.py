@@ -297,7 +297,7 @@ def test_a_deeply_nested_progress_line_is_an_error_of_the_pull(fake: FakeOllama)
 def test_the_probe_of_a_server_with_a_content_length_no_parser_accepts_says_no() -> None:
     """The action asks `server_answers` before it starts Ollama: `Content-Length: ²` once
     crashed it (exit 4)."""
-    answer = "HTTP/1.1 200 OK\r\nContent-Length: ²\r\n\r\nok".encode()
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\nok"  # one byte: ² in Latin-1
     with RawServer(answer) as server:
         assert run(server_answers(server.url, 2.0)) is False
         assert len(server.heads) == 1

@@ -1,7 +1,7 @@
 """A loopback HTTP server that answers every request with the same bytes, whatever they are (a
 header no parser should accept, a status line from nowhere), and records each request's head.
 
-    with RawServer(b"HTTP/1.1 200 OK\\r\\nContent-Length: \\xc2\\xb2\\r\\n\\r\\nok") as server:
+    with RawServer(b"HTTP/1.1 200 OK\\r\\nContent-Length: \\xb2\\r\\n\\r\\nok") as server:
         ...  # server.url is http://127.0.0.1:PORT; server.heads holds the request heads
 """
 
