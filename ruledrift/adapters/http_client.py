@@ -20,8 +20,8 @@ policy on top:
 
 Bodies are handed out raw (still content-encoded) a piece at a time, so the caller decides how
 much to keep. Redirects, cookies and authentication are not this module's job. aiohttp is
-imported on first use, so commands that never talk HTTP (`validate`, the command adapter) do not
-pay for loading it.
+imported when the first `Client` is made, so commands that never talk HTTP (`validate`, the
+command adapter) do not pay for loading it.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 LINE_LIMIT = 65_536  # one status or header line (aiohttp's max_line_size and max_field_size)
 MAX_HEADERS = 256  # header lines in one answer, trailers included
 READ_SIZE = 65_536  # the most one piece of a body holds
-_CONNECT_TRIES = 64  # idle connections looked at before a new one is opened (see _connector)
+_CONNECT_TRIES = 1_024  # connections looked at for one request (idle ones are at most
+# --concurrency, 256): past that, a server that talks before it is asked (see _connector)
 
 OnSend = Callable[[], None]
 # Who hears of the send under way: set by `Client.send` around aiohttp's request, read by the
@@ -364,6 +365,7 @@ class Client:
         self._urls: dict[str, Any] = {}
         self._session: aiohttp.ClientSession | None = None
         self._fresh: aiohttp.ClientSession | None = None  # new connections only (a resend)
+        self._tls: ssl.SSLContext | None = None
 
     @property
     def proxy(self) -> str | None:
@@ -469,11 +471,14 @@ class Client:
     def _new_session(self, *, keep_alive: bool) -> aiohttp.ClientSession:
         import aiohttp
 
-        tls = _tls_context() if self._origin.scheme == "https" else True
+        if self._origin.scheme == "https" and self._tls is None:
+            self._tls = _tls_context()
+        tls: ssl.SSLContext | bool = self._tls or True
         session = aiohttp.ClientSession(
             connector=_connector()(limit=0, force_close=not keep_alive, ssl=tls),
             auto_decompress=False,  # transport.py decodes, a bounded step at a time
             trust_env=False,  # the proxy is chosen here; never ~/.netrc credentials
+            cookie_jar=aiohttp.DummyCookieJar(),  # a server's cookies are never sent back
             skip_auto_headers=("Accept", "Accept-Encoding", "User-Agent"),  # only ours
             max_line_size=LINE_LIMIT,
             max_field_size=LINE_LIMIT,
@@ -507,6 +512,8 @@ def _connector() -> type[aiohttp.TCPConnector]:
                 if protocol is None or not protocol.should_close:
                     break
                 connection.close()  # an answer to nothing, or bytes past an answer's end
+            else:
+                raise ProtocolError("the server sent data on every connection before a request")
             on_send = _ON_SEND.get()
             if on_send is not None:
                 try:

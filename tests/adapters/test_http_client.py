@@ -797,3 +797,51 @@ def test_what_on_send_raises_stops_the_resend() -> None:
             return hangs.requests
 
     assert run(scenario()) == 1
+
+
+def test_looking_at_connections_that_all_received_junk_has_an_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each idle connection that received junk is closed and the next one looked at, up to a
+    cap (1,024; 2 here), then the request fails instead of trying forever."""
+    monkeypatch.setattr(http_client, "_CONNECT_TRIES", 2)
+
+    async def junk_after_each(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            await asyncio.sleep(0.05)  # so that the three requests overlap
+            writer.write(OK)
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            writer.write(b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
+            await writer.drain()
+            await reader.read()
+        finally:
+            writer.close()
+
+    async def scenario() -> str:
+        async with serve(handler=junk_after_each) as served:
+            client = Client(served.url, {}, trust_env=False)
+            await asyncio.gather(*(body_of(client) for _ in range(3)))  # 3 idle connections
+            await asyncio.sleep(0.2)  # each receives its 408
+            with pytest.raises(http_client.ProtocolError) as raised:
+                await body_of(client)
+            await client.aclose()
+            return str(raised.value)
+
+    assert run(scenario()) == "the server sent data on every connection before a request"
+
+
+def test_a_cookie_a_server_sets_is_never_sent_back() -> None:
+    sets_a_cookie = b"HTTP/1.1 200 OK\r\nSet-Cookie: session=s3cr3t\r\nContent-Length: 2\r\n\r\nok"
+
+    async def scenario() -> list[bytes]:
+        async with serve(lambda s, n: sets_a_cookie) as served:
+            # a name: aiohttp's own jar would keep cookies of a name, never of an address
+            client = Client(f"http://localhost:{served.port}", {}, trust_env=False)
+            assert await body_of(client) == b"ok"
+            assert await body_of(client) == b"ok"
+            await client.aclose()
+            return served.heads
+
+    assert not any(b"cookie" in head.lower() for head in run(scenario()))
