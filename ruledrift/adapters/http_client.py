@@ -513,7 +513,9 @@ def _connector() -> type[aiohttp.TCPConnector]:
                     break
                 connection.close()  # an answer to nothing, or bytes past an answer's end
             else:
-                raise ProtocolError("the server sent data on every connection before a request")
+                raise ProtocolError(
+                    "the server sent data no request asked for on every connection tried"
+                )
             on_send = _ON_SEND.get()
             if on_send is not None:
                 try:

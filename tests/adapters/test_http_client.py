@@ -829,7 +829,7 @@ def test_looking_at_connections_that_all_received_junk_has_an_end(
             await client.aclose()
             return str(raised.value)
 
-    assert run(scenario()) == "the server sent data on every connection before a request"
+    assert run(scenario()) == "the server sent data no request asked for on every connection tried"
 
 
 def test_a_cookie_a_server_sets_is_never_sent_back() -> None:
