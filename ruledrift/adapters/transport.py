@@ -177,8 +177,10 @@ class JsonClient:
         return await self._call("POST", path, body, False, doing, on_resend)
 
     async def status(self, path: str, timeout_s: float) -> int | str:
-        """One GET of `path` within `timeout_s`, no retry, the body unread: the HTTP status, or
-        what went wrong (`connection refused`). For "does a server answer there?"."""
+        """One GET of `path` within `timeout_s`, the body unread: the HTTP status, or what went
+        wrong (`connection refused`). For "does a server answer there?". Not retried (it is
+        sent a second time only when its connection closed before any answer, as every
+        request is)."""
         try:
             async with asyncio.timeout(timeout_s):
                 response = await self._http.send(
