@@ -44,7 +44,6 @@ FRONT_END_MAY_IMPORT = ("app", "console", "data", "errors", "text", "__init__", 
 OUTSIDE_LAYERS = {"boundary", "ollama", "adapters"}
 TARGET_ONLY = {
     "aiohttp": "HTTP",
-    "httpx": "HTTP",
     "socket": "network connections",
     "ssl": "TLS",
     "subprocess": "child processes",
@@ -187,3 +186,4 @@ def test_the_checker_catches_a_front_end_reaching_past_the_application() -> None
         "ruledrift.reports.terminal"
     ]
     assert front_end_reach("action.run", {"app", "data", "errors", "action.inputs"}) == []
+    assert {"socket", "ssl", "aiohttp"} <= imports("boundary.http_client")

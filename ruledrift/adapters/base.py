@@ -39,6 +39,9 @@ class CallContext:
     probe: str | None = None  # kind "probe"
     after_turn: int | None = None  # kind "probe"
     run: int = 0  # which run of the scenario (`--repeat`): adapters add it to a configured seed
+    # Called by an adapter before it sends the call's request again (on a new connection, after
+    # HTTP 503): every send is a model call. It raises AdapterError when --max-calls is used up.
+    on_resend: Callable[[], None] = field(default=lambda: None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -164,7 +164,9 @@ class OllamaAdapter:
         return TargetInfo(adapter="ollama", model=self._config.model, details=details)
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
-        answer = await self._api.chat(self.request_body(messages, context.run))
+        answer = await self._api.chat(
+            self.request_body(messages, context.run), on_resend=context.on_resend
+        )
         message = answer.get("message") if isinstance(answer, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(answer, dict) or not isinstance(message, dict):
@@ -183,7 +185,7 @@ class OllamaAdapter:
         seed = seed_for_run(self._options, context.run)
         if seed is not None:
             metadata["seed"] = seed
-        return Completion(content, metadata)
+        return Completion(self._api.http.scrub(content), metadata)  # proxy credentials
 
     async def aclose(self) -> None:
         await self._api.aclose()

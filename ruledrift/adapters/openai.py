@@ -143,7 +143,7 @@ class OpenAIAdapter:
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
         body = self.request_body(messages, context.run)
-        answer = await self._http.post("/chat/completions", body)
+        answer = await self._http.post("/chat/completions", body, on_resend=context.on_resend)
         choice = _first_choice(answer)
         message = choice.get("message") if choice is not None else None
         if not isinstance(message, dict):
@@ -174,7 +174,7 @@ class OpenAIAdapter:
         )
         if isinstance(body.get("seed"), int):
             metadata["seed"] = body["seed"]
-        return Completion(content, metadata)
+        return Completion(self._http.scrub(content), metadata)  # a key echoed in an answer
 
     async def aclose(self) -> None:
         await self._http.aclose()

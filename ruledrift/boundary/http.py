@@ -1,7 +1,7 @@
 """The HTTP transport of the adapters and of the Ollama client (ruledrift/ollama/): JSON requests
-over one HTTP/1.1 client (http11.Client) with a deadline per call, bounded retries of transient
-failures, streamed JSON lines, and the translation of every HTTP error and error body into an
-AdapterError that names the cause and the fix. Nothing else in RuleDrift talks HTTP.
+over one HTTP client (http_client.Client, on aiohttp) with a deadline per call, bounded retries
+of transient failures, streamed JSON lines, and the translation of every HTTP error and error
+body into an AdapterError that names the cause and the fix. Nothing else in RuleDrift talks HTTP.
 
 A server is trusted with nothing:
 
@@ -14,17 +14,18 @@ A server is trusted with nothing:
 
 Every message names the server and what was being done (`could not connect to Ollama at URL to
 list its models: …`, `Ollama at URL could not list its models: boom (HTTP 500)`) and holds no
-request header. The secrets the adapter names (an API key a server echoes back, and any piece of
-12 or more of its characters) become *** before anything is cut; the server's own words are cut
-to 300 characters, a message to 2,000, and control characters are shown as escapes.
+request header. An error body is quoted only when it is an error object (`{"error": …}` and its
+kin): any other body of a non-2xx answer may be the model's answer, so it is described by size
+and type. The secrets (an API key a server echoes back, and any piece of 12 or more of its
+characters; a proxy's credentials) become *** before anything is cut, if they are at least
+MIN_SECRET_CHARS long; the server's own words are cut to 300 characters, a message to 2,000,
+and control characters are shown as escapes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
-import ipaddress
 import json
 import re
 import zlib
@@ -34,7 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import ruledrift
-from ruledrift.boundary import http11
+from ruledrift.boundary import http_client
 from ruledrift.errors import AdapterError, UsageError
 from ruledrift.text import cut_text, terminal_safe
 
@@ -45,8 +46,9 @@ MESSAGE_CHARS = 2_000  # an error message, after scrubbing
 SERVER_TEXT_CHARS = 300  # a server's own words (its error text, a header) inside a message
 CONNECT_MARGIN_S = 0.05  # connecting stops this long before a call's deadline (or 1/10 of it)
 FRAGMENT_CHARS = 12  # this many consecutive characters of a secret are scrubbed like all of it
+MIN_SECRET_CHARS = 8  # a shorter secret (a key "k" on a test server) is not scrubbed: every "k"
+# of every message would become ***
 ACCEPT_ENCODING = "gzip, deflate"  # the encodings this module decodes with a bounded output
-_ERROR_BODY_BYTES = 16_384  # of an error body that is not JSON, read for its words
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ class Reply:
 
     status: int
     reason: str
-    headers: http11.Headers
+    headers: http_client.Headers
     body: bytes
     tries: int = 1  # how many requests it took (HTTP 503 is tried again)
 
@@ -95,6 +97,22 @@ Explain = Callable[[int, str], str | None]  # (HTTP status, error text) → mess
 
 def no_explanation(status: int, text: str) -> str | None:
     return None
+
+
+OnResend = Callable[[], None]
+
+
+class _Sends:
+    """Counts the sends of one call; each after the first is told to `on_resend`."""
+
+    def __init__(self, on_resend: OnResend | None) -> None:
+        self._on_resend = on_resend
+        self.count = 0
+
+    def __call__(self) -> None:
+        if self.count and self._on_resend is not None:
+            self._on_resend()  # before counting: it may refuse the send
+        self.count += 1
 
 
 class JsonClient:
@@ -116,7 +134,7 @@ class JsonClient:
         max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
         self.server = server
-        self._secrets = tuple(s for s in secrets if s)
+        self._secrets = tuple(s for s in secrets if len(s) >= MIN_SECRET_CHARS)
         self._retry = retry
         self._explain = explain
         self._max_body = max_body_bytes
@@ -128,16 +146,14 @@ class JsonClient:
             **(headers or {}),
         }
         try:
-            self._http = http11.Client(
-                server.base_url,
-                sent,
-                trust_env=not is_loopback(server.base_url),  # no proxy to a local server
-            )
+            self._http = http_client.Client(server.base_url, sent)
         except ValueError as problem:  # a header that cannot be sent, an unusable proxy
             message = safe_text(
                 f"cannot talk to {self.where}: {problem}", self._secrets, MESSAGE_CHARS
             )
             raise UsageError(message) from None
+        proxy_secrets = (s for s in self._http.secrets if len(s) >= MIN_SECRET_CHARS)
+        self._secrets = (*self._secrets, *proxy_secrets)
 
     @property
     def where(self) -> str:
@@ -147,20 +163,34 @@ class JsonClient:
         """GET `path`; with `missing_ok`, a 404 returns None."""
         return await self._call("GET", path, None, missing_ok, doing)
 
-    async def post(self, path: str, body: Mapping[str, object], *, doing: str | None = None) -> Any:
-        return await self._call("POST", path, body, False, doing)
+    async def post(
+        self,
+        path: str,
+        body: Mapping[str, object],
+        *,
+        doing: str | None = None,
+        on_resend: OnResend | None = None,
+    ) -> Any:
+        """POST `body` as JSON. `on_resend` is called before the request goes out again (after
+        HTTP 503, or on a new connection when the first closed before answering): a model call
+        counts it, and may stop it by raising AdapterError (--max-calls)."""
+        return await self._call("POST", path, body, False, doing, on_resend)
 
     async def status(self, path: str, timeout_s: float) -> int | str:
-        """One GET of `path` within `timeout_s`, no retry, the body unread: the HTTP status, or
-        what went wrong (`connection refused`). For "does a server answer there?"."""
+        """One GET of `path` within `timeout_s`, the body unread: the HTTP status, or what went
+        wrong (`connection refused`). For "does a server answer there?". Not retried (it is
+        sent a second time only when its connection closed before any answer, as every
+        request is)."""
         try:
             async with asyncio.timeout(timeout_s):
-                response = await self._http.send("GET", path, connect_timeout_s=timeout_s)
+                response = await self._http.send(
+                    "GET", path, connect_timeout_s=timeout_s, read_timeout_s=timeout_s
+                )
                 await response.aclose()
                 return response.status
         except TimeoutError:
             return "timed out"
-        except http11.HTTPError as error:
+        except http_client.HTTPError as error:
             return self.server_text(describe_error(error))
 
     async def stream_lines(
@@ -184,7 +214,7 @@ class JsonClient:
                 path,
                 json_body(body),
                 connect_timeout_s=connect_s,
-                head_timeout_s=idle_timeout_s,
+                read_timeout_s=idle_timeout_s,
             )
             try:
                 if not 200 <= response.status < 300:
@@ -193,7 +223,7 @@ class JsonClient:
                         raise self._redirect_error(reply, what)
                     raise self.error(f"{failed}: {self._error_text(reply)} (HTTP {reply.status})")
                 decoder, lines = self._decoder(response, what), _Lines(self._max_line)
-                async for raw in response.chunks(idle_timeout_s):
+                async for raw in response.chunks():
                     decoder.feed(raw)
                     while chunk := self._decoded(decoder, self._max_line + 1, what):
                         for line in self._split(lines, chunk, failed):
@@ -202,10 +232,10 @@ class JsonClient:
                     yield line
             finally:
                 await response.aclose()
-        except http11.ConnectError as error:
-            within_s = connect_s if isinstance(error, http11.ConnectTimeout) else None
+        except http_client.ConnectError as error:
+            within_s = connect_s if isinstance(error, http_client.ConnectTimeout) else None
             raise self._connect_error(error, doing, 1, within_s) from None
-        except http11.HTTPError as error:
+        except http_client.HTTPError as error:
             raise self._broken(error, "POST", path, doing) from None
 
     async def aclose(self) -> None:
@@ -231,11 +261,12 @@ class JsonClient:
         body: Mapping[str, object] | None,
         missing_ok: bool,
         doing: str | None,
+        on_resend: OnResend | None = None,
     ) -> Any:
         limit_s = self.server.timeout_ms / 1000
         try:
             async with asyncio.timeout(limit_s):
-                reply = await self._send(method, path, body, doing, limit_s)
+                reply = await self._send(method, path, body, doing, limit_s, _Sends(on_resend))
         except TimeoutError:
             # connecting never meets the deadline (_send): the server has the request
             raise self.error(
@@ -263,6 +294,7 @@ class JsonClient:
         body: Mapping[str, object] | None,
         doing: str | None,
         limit_s: float,
+        sends: _Sends,
     ) -> Reply:
         """The reply, after up to `attempts` tries of connect errors and HTTP 503. Connecting
         never runs into the call's deadline: each try may connect until just before it, and a
@@ -274,32 +306,41 @@ class JsonClient:
             last, delay_s = tries == self._retry.attempts, self._retry.delay_s(tries)
             connect_s = max(deadline - loop.time(), 0.001)
             try:
-                reply = await self._exchange(method, path, body, connect_s)
-            except http11.ConnectError as error:
-                late = isinstance(error, http11.ConnectTimeout) or loop.time() + delay_s >= deadline
+                reply = await self._exchange(method, path, body, connect_s, sends, tries)
+            except http_client.ConnectError as error:
+                timed_out = isinstance(error, http_client.ConnectTimeout)
+                late = timed_out or loop.time() + delay_s >= deadline
                 if last or late:
                     within_s = limit_s if late else None
                     raise self._connect_error(error, doing, tries, within_s) from None
-            except http11.HTTPError as error:
+            except http_client.HTTPError as error:
                 raise self._broken(error, method, path, doing) from None
             else:
                 if reply.status not in RETRY_STATUSES or last or loop.time() + delay_s >= deadline:
-                    return dataclasses.replace(reply, tries=tries)
+                    return reply
             await asyncio.sleep(delay_s)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _exchange(
-        self, method: str, path: str, body: Mapping[str, object] | None, connect_s: float
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, object] | None,
+        connect_s: float,
+        sends: _Sends,
+        tries: int,
     ) -> Reply:
-        """One request and its whole reply."""
+        """One request and its whole reply (the `tries`-th of its call)."""
         data = None if body is None else json_body(body)
-        response = await self._http.send(method, path, data, connect_timeout_s=connect_s)
+        response = await self._http.send(
+            method, path, data, connect_timeout_s=connect_s, on_send=sends
+        )
         try:
-            return await self._receive(response, f"{method} {path}")
+            return await self._receive(response, f"{method} {path}", tries)
         finally:
             await response.aclose()
 
-    async def _receive(self, response: http11.Response, what: str) -> Reply:
+    async def _receive(self, response: http_client.Response, what: str, tries: int = 1) -> Reply:
         """The reply with its body decoded as it arrives; more than `max_body_bytes` decoded
         bytes stop the reading and raise AdapterError."""
         decoder = self._decoder(response, what)
@@ -317,7 +358,8 @@ class JsonClient:
                         "something else?"
                     )
                 chunks.append(chunk)
-        return Reply(response.status, response.reason, response.headers, b"".join(chunks))
+        body = b"".join(chunks)
+        return Reply(response.status, response.reason, response.headers, body, tries)
 
     def _split(self, lines: _Lines, chunk: bytes, failed: str) -> list[str]:
         try:
@@ -328,7 +370,7 @@ class JsonClient:
                 "limit for one streamed line"
             ) from None
 
-    def _decoder(self, response: http11.Response, what: str) -> _Decoder:
+    def _decoder(self, response: http_client.Response, what: str) -> _Decoder:
         encoding = content_encoding(response.headers)
         if encoding is None:
             shown = self.server_text(response.headers.get("content-encoding", ""))
@@ -349,7 +391,7 @@ class JsonClient:
 
     def _connect_error(
         self,
-        error: http11.HTTPError,
+        error: http_client.HTTPError,
         doing: str | None,
         tries: int,
         within_s: float | None = None,
@@ -365,7 +407,7 @@ class JsonClient:
         )
 
     def _broken(
-        self, error: http11.HTTPError, method: str, path: str, doing: str | None
+        self, error: http_client.HTTPError, method: str, path: str, doing: str | None
     ) -> AdapterError:
         if doing:
             return self.error(f"{self.where} failed to {doing}: {describe_error(error)}")
@@ -461,7 +503,7 @@ class _Decoder:
 _WBITS = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16, "deflate": zlib.MAX_WBITS}
 
 
-def content_encoding(headers: http11.Headers) -> str | None:
+def content_encoding(headers: http_client.Headers) -> str | None:
     """The one Content-Encoding of a reply that `_Decoder` undoes ("identity" when none), or
     None for an encoding it does not (br, zstd, several stacked)."""
     values = [v.strip().lower() for v in headers.get_list("content-encoding")]
@@ -491,8 +533,10 @@ def parse_json(data: bytes | str) -> Any:
 
 def error_text(reply: Reply) -> str:
     """The error a server put in its body: `{"error": "..."}` (Ollama), `{"error": {"message":
-    ..., "type": ...}}` (OpenAI, llama.cpp, vLLM), Ollama's `{"error": "<that as a JSON
-    string>"}` (v0.30+ passing on llama-server's error), or the text itself. Raw: quote it
+    ..., "type": ...}}` (OpenAI, llama.cpp), Ollama's `{"error": "<that as a JSON string>"}`
+    (v0.30+ passing on llama-server's error), `{"message": ..., "type": ...}` (vLLM) or
+    `{"detail": ...}`. Any other body is described by size and type, never quoted: a non-2xx
+    answer can carry the model's answer, which stays out of messages and reports. Raw: quote it
     through `JsonClient.server_text`."""
     try:
         data = parse_json(reply.body)
@@ -506,6 +550,8 @@ def error_text(reply: Reply) -> str:
             inner = None
         if isinstance(inner, dict) and "error" in inner:
             error = inner["error"]
+    if error is None and isinstance(data, dict) and isinstance(data.get("message"), str):
+        error = data  # vLLM: the error object is the body
     if isinstance(error, dict):
         message, kind = error.get("message"), error.get("type") or error.get("code")
         if isinstance(message, str) and isinstance(kind, str) and kind not in message:
@@ -514,8 +560,19 @@ def error_text(reply: Reply) -> str:
             return message
     if isinstance(error, str) and error:
         return error
-    text = reply.body[:_ERROR_BODY_BYTES].decode("utf-8", "replace").strip()
-    return text or reply.reason
+    detail = data.get("detail") if isinstance(data, dict) else None
+    if isinstance(detail, str) and detail:
+        return detail
+    return described_body(reply)
+
+
+def described_body(reply: Reply) -> str:
+    """A body that is no error object, by size and type: `a body of 1,234 bytes (text/html)
+    that is no error object`; the reason phrase for an empty one."""
+    if not reply.body.strip():
+        return reply.reason or "no error text"
+    kind = reply.headers.get("content-type", "no Content-Type")
+    return f"a body of {len(reply.body):,} bytes ({kind}) that is no error object"
 
 
 def shown_location(location: str) -> str:
@@ -577,9 +634,20 @@ def safe_text(text: str, secrets: Sequence[str], limit: int) -> str:
     return cut_text(terminal_safe(text), limit)
 
 
+_URL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_BAD_HOST_CHARS = frozenset(' <>"{}|\\^`')
+
+
 def url_problem(url: str) -> str | None:
     """What is wrong with a server URL from a suite or an option, or None. Never echoes the
-    URL: it may hold a password or a key."""
+    URL: it may hold a password or a key. Spaces and non-ASCII characters in the path are
+    fine: they are percent-encoded when sent (a `%` that starts no escape becomes `%25`)."""
+    control = _URL_CONTROL.search(url)
+    if control is not None:  # urlsplit drops tabs and line breaks; others would go out raw
+        return (
+            f"holds a control character (U+{ord(control.group()):04X} at character "
+            f"{control.start() + 1}), which no URL can carry: remove it"
+        )
     try:
         parts = urlsplit(url)
         _ = parts.port
@@ -590,6 +658,13 @@ def url_problem(url: str) -> str | None:
         )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "expected an http:// or https:// URL with a host, e.g. http://127.0.0.1:11434"
+    if any(c in _BAD_HOST_CHARS for c in parts.hostname):
+        return "the host holds a space or a character no host name has"
+    if http_client.is_legacy_ipv4(parts.hostname):
+        return (
+            "the host is an IPv4 address in a legacy spelling (127.1, 2130706433, 0x7f.0.0.1), "
+            "which is refused: write its four decimal parts, e.g. 127.0.0.1"
+        )
     if parts.username is not None or parts.password is not None:
         return (
             "URLs with embedded credentials are rejected: keep secrets out of the config "
@@ -613,20 +688,16 @@ def base_url_problems(settings: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
 
 
 def is_loopback(url: str) -> bool:
-    """Whether the URL's host is loopback (proxy variables never apply to it)."""
+    """Whether the URL's host is loopback in any spelling (`localhost`, `127.1`, `[::1]`,
+    `[::ffff:127.0.0.1]`): proxy variables never apply to it."""
     try:
         host = urlsplit(url).hostname or ""
     except ValueError:
         return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return http_client.is_loopback_host(host)
 
 
-def describe_error(error: http11.HTTPError) -> str:
+def describe_error(error: http_client.HTTPError) -> str:
     return str(error) or type(error).__name__
 
 

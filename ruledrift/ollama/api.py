@@ -21,6 +21,7 @@ from ruledrift.boundary.http import (
     DEFAULT_RETRY,
     Explain,
     JsonClient,
+    OnResend,
     Retry,
     Server,
     no_explanation,
@@ -193,8 +194,9 @@ class OllamaAPI:
             format=_text(details.get("format")) if isinstance(details, dict) else None,
         )
 
-    async def chat(self, body: Mapping[str, object]) -> Any:
-        return await self.http.post("/api/chat", body)
+    async def chat(self, body: Mapping[str, object], *, on_resend: OnResend | None = None) -> Any:
+        """`POST /api/chat`; `on_resend` as for `JsonClient.post` (a model call counts sends)."""
+        return await self.http.post("/api/chat", body, on_resend=on_resend)
 
     async def pull(self, model: str, on_progress: OnProgress) -> None:
         """Pull `model`, passing each progress line to `on_progress`. Succeeds only on a

@@ -51,11 +51,13 @@ class CallBudget:
     limit: int | None = None
     used: int = 0
 
-    def take(self) -> None:
-        """Count one call, or raise AdapterError when the budget is used up."""
+    def take(self, *, resend: bool = False) -> None:
+        """Count one call (a resend of one is a call too), or raise AdapterError when the
+        budget is used up."""
         if self.limit is not None and self.used >= self.limit:
+            done = "the request was not sent again" if resend else "not run"
             raise AdapterError(
-                f"not run: the budget of {self.limit} model call(s) (--max-calls) was used up"
+                f"{done}: the budget of {self.limit} model call(s) (--max-calls) was used up"
             )
         self.used += 1
 
@@ -162,9 +164,21 @@ class _ScenarioRun:
             self.events.call_finished(self.scenario)
         return Completion(repair_surrogates(completion.content), completion.metadata)
 
+    def _resent(self) -> None:
+        """The adapter sends the call in flight again: that is a model call too."""
+        self.budget.take(resend=True)
+        self.calls += 1
+
     async def _play_turn(self, turn: int) -> str | None:
         self.transcript.append(Message("user", self.scenario.turns[turn - 1]))
-        context = CallContext(self.suite.name, self.scenario.id, "turn", turn=turn, run=self.run)
+        context = CallContext(
+            self.suite.name,
+            self.scenario.id,
+            "turn",
+            turn=turn,
+            run=self.run,
+            on_resend=self._resent,
+        )
         try:
             completion = await self._call(tuple(self.transcript), context)
         except AdapterError as error:
@@ -182,6 +196,7 @@ class _ScenarioRun:
             probe=probe.id,
             after_turn=probe.after_turn,
             run=self.run,
+            on_resend=self._resent,
         )
         try:
             completion = await self._call(messages, context)

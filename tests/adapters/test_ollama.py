@@ -32,6 +32,7 @@ from tests.support.ollama_fake import (
 )
 from tests.support.ollama_fake.server import Messages
 from tests.support.openai_fake import FakeOpenAI
+from tests.support.raw_server import RawServer
 from tests.support.suites import base_suite, write_suite
 
 pytestmark = pytest.mark.process
@@ -639,7 +640,7 @@ def test_broken_answers() -> None:
         cut_body = failure(adapter(server.base_url))
         server.add_fault(Fault("invalid_json"))
         html = failure(adapter(server.base_url))
-        server.add_fault(Fault("disconnect"))
+        server.add_fault(Fault("disconnect", times=2))  # a first drop is sent once more
         dropped = failure(adapter(server.base_url))
     assert "HTTP 500" in mid_answer
     assert "runner crashed mid-answer" in mid_answer
@@ -684,3 +685,23 @@ def test_cli_exit_codes_and_report(tmp_path: Path) -> None:
         server.add_fault(Fault(status=500, error=RUNNER_STOPPED, times=None))
         assert cli(path, report) == 3
         assert "model runner has unexpectedly stopped" in report.read_text()
+
+
+def test_a_chat_sent_again_on_a_new_connection_is_counted(tmp_path: Path) -> None:
+    """The connection closed before any answer: the chat is sent once more, and that send is a
+    model call like any other (it once went uncounted, and past --max-calls)."""
+    with FakeOllama() as server:
+        server.add_fault(Fault("disconnect", path="/api/chat"))
+        path = suite_file(tmp_path, server.base_url, 1, [("p1", 1)])
+        result = run(path)
+        chats = len(server.chats())
+    assert result.status == "passed"
+    assert chats == 3  # the turn twice, then the probe
+    assert result.model_calls == 3
+
+
+def test_a_content_length_no_parser_accepts_is_an_error_of_the_call() -> None:
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\nok"  # one byte: ² in Latin-1
+    with RawServer(answer) as server:
+        message = failure(adapter(server.url))
+    assert "Invalid character in Content-Length" in message

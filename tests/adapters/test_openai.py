@@ -21,6 +21,7 @@ from ruledrift.errors import ExitCode, UsageError
 from tests.adapters.test_ollama import using
 from tests.support.ollama_fake import free_port
 from tests.support.openai_fake import FakeOpenAI, RawReply
+from tests.support.raw_server import RawServer
 from tests.support.suites import base_suite, write_suite
 
 pytestmark = pytest.mark.process
@@ -294,7 +295,9 @@ def test_the_key_never_appears_in_errors() -> None:
     assert f"${VARIABLE}" in refused
     assert "HTTP 401" in refused_at_open
     assert "upstream rejected ***" in server_error
-    assert "bad request from ***" in bad_request
+    assert "HTTP 400" in bad_request  # a body that is no error object is not quoted at all
+    assert "no error object" in bad_request
+    assert KEY not in bad_request
 
 
 @pytest.mark.parametrize(
@@ -305,8 +308,12 @@ def test_the_key_never_appears_in_errors() -> None:
             "invalid temperature (invalid_request_error)",
         ),
         ({"error": "plain string error"}, "plain string error"),
-        ("not json at all", "not json at all"),
-        ({"detail": "no error key"}, '{"detail": "no error key"}'),
+        ("not json at all", "a body of 15 bytes (application/json) that is no error object"),
+        ({"detail": "no error key"}, "no error key"),
+        (
+            {"object": "error", "message": "too many tokens", "type": "BadRequestError"},
+            "too many tokens (BadRequestError)",  # vLLM: the error object is the body
+        ),
     ],
 )
 def test_error_shapes(body: object, expected: str) -> None:
@@ -452,6 +459,7 @@ def test_cli_exit_codes_and_the_key_stays_out(tmp_path: Path) -> None:
 
 def test_a_key_echoed_in_answers_reaches_no_report(tmp_path: Path) -> None:
     def echo_key(answer: dict[str, Any]) -> dict[str, Any]:
+        answer["choices"][0]["message"]["content"] += f" (the key is {KEY})"
         answer["model"] = f"model-for-{KEY}"
         answer["usage"]["prompt_tokens"] = KEY
         answer["choices"][0]["finish_reason"] = f"stop:{KEY}"
@@ -475,5 +483,64 @@ def test_a_key_echoed_in_answers_reaches_no_report(tmp_path: Path) -> None:
     report = json.loads(reports["--json"].read_text())
     assert report["target"]["details"]["servedModel"] == "model-for-***"
     assert "stop:***" in json.dumps(report)  # each probe's metadata.finishReason
+    answers = [p["response"]["text"] for p in report["scenarios"][0]["probes"]]
+    assert answers
+    assert all(text.endswith("(the key is ***)") for text in answers), answers
     for output in (run.stdout, run.stderr, *(path.read_text() for path in reports.values())):
         assert KEY not in output
+
+
+def test_a_short_key_is_not_scrubbed_out_of_every_message() -> None:
+    with FakeOpenAI() as server:
+        server.script.append((500, {"error": {"message": "kernel panic in worker k2"}}))
+        message = failure(adapter(server.base_url, environ={VARIABLE: "k"}))
+    assert "kernel panic in worker k2" in message
+    assert "***" not in message
+
+
+def test_a_resend_is_a_model_call_the_budget_counts(tmp_path: Path) -> None:
+    """A chat sent again (HTTP 503 here) counts as a model call, and --max-calls refuses the
+    resend once it is used up."""
+    data = base_suite()
+    data["scenarios"][0]["turns"] = ["hello"]
+    data["scenarios"][0]["probes"] = [{**data["scenarios"][0]["probes"][1], "afterTurn": 1}]
+
+    def run(max_calls: str) -> dict[str, Any]:
+        with FakeOpenAI() as server:
+            listing = {"object": "list", "data": [{"id": "local-model"}]}
+            server.script += [(200, listing), (503, {"error": {"message": "loading"}})]
+            data["adapter"] = {"type": "openai", "model": "local-model", "baseUrl": server.base_url}
+            report = tmp_path / f"r{max_calls}.json"
+            command = [sys.executable, "-m", "ruledrift", "run", str(write_suite(tmp_path, data))]
+            command += ["--json", str(report), "--max-calls", max_calls]
+            subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+            chats = len(server.chats())
+        return {"report": json.loads(report.read_text()), "chats": chats}
+
+    enough, short = run("3"), run("2")
+    assert enough["report"]["summary"]["modelCalls"] == enough["chats"] == 3  # one sent twice
+    assert enough["report"]["summary"]["status"] == "passed"
+    assert short["chats"] == 2  # the turn twice: the probe's call was not started
+    assert short["report"]["summary"]["modelCalls"] == 2
+    errors = [p["error"] for p in short["report"]["scenarios"][0]["probes"]]
+    assert errors == ["not run: the budget of 2 model call(s) (--max-calls) was used up"]
+
+
+SUPERSCRIPT_LENGTH = b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\nok"  # one byte: ² in Latin-1
+
+
+def test_a_content_length_no_parser_accepts_fails_the_call_not_the_run(tmp_path: Path) -> None:
+    """`²` is a digit to str.isdigit() and a ValueError to int(): it once ended the run with
+    exit 4 and no report."""
+    with RawServer(SUPERSCRIPT_LENGTH) as server:
+        message = failure(adapter(server.url + "/v1"))
+        data = base_suite()
+        data["adapter"] = {"type": "openai", "model": "m", "baseUrl": server.url + "/v1"}
+        report = tmp_path / "r.json"
+        command = [sys.executable, "-m", "ruledrift", "run", str(write_suite(tmp_path, data))]
+        done = subprocess.run(
+            [*command, "--json", str(report)], capture_output=True, text=True, timeout=60
+        )
+    assert "Invalid character in Content-Length" in message
+    assert done.returncode == ExitCode.RUN_ERROR, done.stderr
+    assert "Invalid character in Content-Length" in report.read_text()

@@ -5,6 +5,7 @@ terminal-safe; and the checks of a server URL."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import gc
 import itertools
 import json
@@ -332,7 +333,7 @@ def test_a_server_that_never_answers_did_not_answer() -> None:
 def test_a_key_at_the_cut_of_an_error_text_is_scrubbed_first() -> None:
     with FakeOpenAI() as fake:
         fake.script += [
-            (500, "x" * 260 + KEY + " and more"),  # the key across the 300-character cut
+            (500, {"error": "x" * 260 + KEY + " and more"}),  # the key across the 300-char cut
             (500, {"error": {"message": "y" * 280 + KEY[:30]}}),  # the server cut the key
         ]
         across_the_cut = failure(fake.base_url, get_models)
@@ -430,6 +431,12 @@ def test_good_urls_pass() -> None:
         ("http://127.8.9.10", True),
         ("http://localhost:11434", True),
         ("http://[::1]:11434", True),
+        ("http://[::ffff:127.0.0.1]:11434", True),  # IPv4-mapped
+        ("http://[0:0:0:0:0:0:0:1]", True),
+        ("http://127.1:11434", True),  # what the resolver makes of it (validate refuses it)
+        ("http://LOCALHOST.:11434", True),
+        ("http://api.localhost", True),
+        ("http://[::ffff:10.0.0.5]", False),
         ("http://ollama:11434", False),
         ("http://10.0.0.5:11434", False),
         ("https://example.org", False),
@@ -438,3 +445,102 @@ def test_good_urls_pass() -> None:
 )
 def test_loopback_urls(url: str, loopback: bool) -> None:
     assert is_loopback(url) is loopback
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/v1\x00",  # NUL in the path
+        "http://127.0.0.1\x00:8000/v1",  # in the host
+        "http://127.0.0.1:8000/v\t1",  # a tab urlsplit would drop without a word
+        "http://127.0.0.1:8000/v1\n",
+        "http://127.0.0.1:8000/v1\x7f",
+    ],
+)
+def test_a_control_character_in_base_url_is_a_located_config_error(
+    url: str, tmp_path: Path
+) -> None:
+    data = base_suite()
+    data["adapter"] = {"type": "openai", "model": "m", "baseUrl": url}
+    path = write_suite(tmp_path, data)
+    with pytest.raises(ConfigError) as raised:
+        load_suite(path)
+    message = str(raised.value)
+    assert message.startswith(f"{path}:8:16: /adapter/baseUrl: holds a control character (U+")
+    assert "127.0.0.1" not in message  # the URL is never echoed
+
+
+def test_a_host_with_a_space_is_refused() -> None:
+    assert url_problem("http://my host:8000/v1") == (
+        "the host holds a space or a character no host name has"
+    )
+
+
+@pytest.mark.parametrize("host", ["127.1", "2130706433", "0x7f.0.0.1", "0177.0.0.1"])
+def test_a_legacy_spelling_of_an_ipv4_address_is_refused(host: str) -> None:
+    """What a resolver reads as 127.0.0.1 and aiohttp refuses to connect to: refused when the
+    suite is read, not at the first call."""
+    problem = url_problem(f"http://{host}:8000/v1")
+    assert problem is not None
+    assert problem.startswith("the host is an IPv4 address in a legacy spelling")
+
+
+@pytest.mark.process
+def test_a_path_with_spaces_and_non_ascii_is_sent_percent_encoded() -> None:
+    with FakeOpenAI() as fake:
+        base = fake.base_url.removesuffix("/v1") + "/my models/modèle/v1"
+        assert url_problem(base) is None
+        fake.script.append((200, {"data": []}))
+        assert call(base, get_models) == {"data": []}
+        paths = [request.path for request in fake.requests]
+    assert paths == ["/my%20models/mod%C3%A8le/v1/models"]  # never raw, never cut
+
+
+@pytest.mark.process
+def test_a_non_2xx_body_that_is_no_error_object_is_described_not_quoted() -> None:
+    answer = "Sure! The secret is hunter2."  # what a broken gateway may hand back on a 502
+    with FakeOpenAI() as fake:
+        fake.script += [
+            RawReply(502, [("Content-Type", "text/plain")], answer.encode()),
+            (500, [{"role": "assistant", "content": answer}]),
+        ]
+        text = failure(fake.base_url, get_models)
+        json_list = failure(fake.base_url, get_models)
+    assert text.endswith(
+        "HTTP 502 to GET /models: a body of 28 bytes (text/plain) that is no error object"
+    )
+    assert "hunter2" not in text
+    assert "HTTP 500" in json_list
+    assert "no error object" in json_list
+    assert "hunter2" not in json_list
+
+
+@pytest.mark.process
+def test_loopback_in_any_spelling_never_goes_through_the_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with FakeOpenAI() as proxy, FakeOpenAI() as fake:
+        proxy_port = proxy.base_url.split(":")[2].split("/")[0]
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy_port}")
+        port = fake.base_url.split(":")[2].split("/")[0]
+        assert call(f"http://[::ffff:127.0.0.1]:{port}/v1", get_models)  # 127.0.0.1 in IPv6
+        seen_by_proxy, seen_by_server = len(proxy.requests), len(fake.requests)
+    assert (seen_by_proxy, seen_by_server) == (0, 1)
+
+
+@pytest.mark.process
+def test_a_proxy_s_credentials_are_scrubbed_from_its_407(monkeypatch: pytest.MonkeyPatch) -> None:
+    password = "Pr0xy-Passw0rd-9"
+    token = base64.b64encode(f"alice:{password}".encode()).decode()
+    with FakeOpenAI() as proxy:
+        port = proxy.base_url.split(":")[2].split("/")[0]
+        monkeypatch.setenv("HTTP_PROXY", f"http://alice:{password}@127.0.0.1:{port}")
+        proxy.script.append(
+            (407, {"error": f"bad Proxy-Authorization: Basic {token} (alice:{password})"})
+        )
+        message = failure("http://models.internal:8080/v1", get_models)
+        sent = proxy.requests[0].headers["proxy-authorization"]
+    assert sent == f"Basic {token}"  # the proxy got them
+    assert password not in message
+    assert token not in message
+    assert "bad Proxy-Authorization: Basic *** (***)" in message

@@ -25,8 +25,10 @@ from ruledrift.ollama.api import (
     knows_think_max,
     pull_model,
     release,
+    server_answers,
 )
 from tests.support.ollama_fake import PULL_MISSING, FakeOllama, Fault
+from tests.support.raw_server import RawServer
 
 pytestmark = pytest.mark.process
 
@@ -105,8 +107,8 @@ def test_a_model_the_registry_does_not_have(fake: FakeOllama) -> None:
         (Fault("error_line", error="disk full"), "failed: disk full"),
         (Fault(status=500, error="internal"), "failed: internal (HTTP 500)"),
         (Fault("invalid_json"), "failed: a progress line is not JSON: <html><body>502"),
-        (
-            Fault("disconnect"),
+        (  # twice: a request whose connection closed before any answer is sent once more
+            Fault("disconnect", times=2),
             "failed to pull qwen3:1.7b: the server closed the connection without answering",
         ),
     ],
@@ -292,3 +294,12 @@ def test_a_deeply_nested_progress_line_is_an_error_of_the_pull(fake: FakeOllama)
     fake.add_fault(Fault("lines", path="/api/pull", body=[b"[" * 20_000]))
     with pytest.raises(AdapterError, match="a progress line is not JSON: \\[\\[\\["):
         run(pull_model(fake.base_url, "qwen3:1.7b", lambda event: None))
+
+
+def test_the_probe_of_a_server_with_a_content_length_no_parser_accepts_says_no() -> None:
+    """The action asks `server_answers` before it starts Ollama: `Content-Length: ²` once
+    crashed it (exit 4)."""
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\nok"  # one byte: ² in Latin-1
+    with RawServer(answer) as server:
+        assert run(server_answers(server.url, 2.0)) is False
+        assert len(server.heads) == 1
