@@ -175,7 +175,7 @@ def _wrong_type(value: object, expected: object, path: list[str | int]) -> str:
 def _not_an_integer(value: float) -> str:
     """For `2.0` where an integer belongs: the parser keeps a literal with a fraction or an
     exponent a number, so the contract's integers are written as integers."""
-    if value.is_integer() and abs(value) < _EXACT_FLOAT:
+    if float.is_integer(value) and abs(value) < _EXACT_FLOAT:  # also for a float subclass
         return f"expected an integer, e.g. {int(value)} (not {show(value)})"
     return f"expected an integer (digits only, no fraction or exponent), got {show(value)}"
 

@@ -42,6 +42,7 @@ from ruledrift.reports.junit import render_junit
 from ruledrift.reports.terminal import TerminalOptions, render_terminal
 from ruledrift.verdicts import probe_verdict, sequential_design
 from tests.support import results as factories
+from tests.support.suites import position_of
 from tests.support.results import (
     ANSWER_LEAK,
     ANSWER_OK,
@@ -302,9 +303,9 @@ def refusal(path: Path) -> str:
     return message
 
 
-def report_file(tmp_path: Path, data: Any) -> Path:
-    path = tmp_path / "report.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
+def report_file(tmp_path: Path, data: Any, name: str = "report.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
     return path
 
 
@@ -352,25 +353,30 @@ def test_a_file_is_read_no_further_than_the_cap(monkeypatch: pytest.MonkeyPatch)
     [
         (b"", "the file is empty"),
         (b" \n", "the file is empty"),
-        (b'{"reportVersion": 1, \xff}', "not UTF-8 (byte 0xff at offset 21)"),
-        (b"<html>not json</html>", "not JSON: Expecting value at line 1, column 1"),
-        (b'{"reportVersion": 1,\n "tool": }', "not JSON: Expecting value at line 2, column 10"),
+        (b'{"reportVersion": 1, \xff}', "not UTF-8 (at offset 21):\n  {}:1:22: /: byte 0xff is"),
+        (b'{\n\n  "a": "\xc3"}', ":3:9: /: byte 0xc3 is not UTF-8"),
+        (b"<html>not json</html>", "not JSON; expected a JSON report written by `ruledrift run"),
+        (b"<html>not json</html>", ":1:1: /: expected a JSON value, found '<'"),
+        (b'{"reportVersion": 1,\n "tool": }', "{}:2:10: /tool: expected a JSON value, found '}'"),
         (b"[1, 2]", "not a RuleDrift report: an array"),
         (b'"report"', "not a RuleDrift report: a string"),
         (b'{"version": 1, "rules": []}', "no reportVersion (this looks like a suite"),
-        (b'{"a": 1, "a": 2}', 'the key "a" appears twice in one object'),
-        (b'{"durationMs": NaN}', "NaN is not a JSON number"),
-        (b'{"durationMs": -Infinity}', "-Infinity is not a JSON number"),
-        (b'{"durationMs": 1e999}', "the number 1e999 is too large"),
-        (b'{"durationMs": ' + b"9" * 5000 + b"}", "not usable JSON: Exceeds the limit"),
-        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply to be a report"),
-        (b'{"m": ' + b"[" * 150 + b"]" * 150 + b"}", "nested deeper than 100 levels"),
+        (b'{"a": 1, "a": 2}', ':1:10: /a: the key "a" appears twice in one object (first at'),
+        (b'{"durationMs": NaN}', "{}:1:16: /durationMs: NaN is not a JSON number"),
+        (b'{"durationMs": -Infinity}', ":1:16: /durationMs: -Infinity is not a JSON number"),
+        (b'{"durationMs": 1e999}', ":1:16: /durationMs: the number 1e999 is out of range"),
+        (b'{"durationMs": 1e-999}', ":1:16: /durationMs: the number 1e-999 is too small"),
+        (b'{"durationMs": ' + b"9" * 5000 + b"}", "(5,000 characters) is out of range: integers"),
+        (b'{"durationMs": 9223372036854775808}', "is out of range: integers must fit in 64 bits"),
+        (b"[" * 100_000 + b"]" * 100_000, "nesting deeper than 100 levels; a report nests about"),
+        (b'{"m": ' + b"[" * 150 + b"]" * 150 + b"}", ":1:107: /m/0/0/0/0/0/0/0/0/0/0/0/0/"),
     ],
 )
 def test_a_file_that_is_not_a_report(tmp_path: Path, content: bytes, problem: str) -> None:
+    """Each problem at its line and column, as the suite loader words it."""
     path = tmp_path / "report.json"
     path.write_bytes(content)
-    assert problem in refusal(path)
+    assert problem.replace("{}", str(path)) in refusal(path)
 
 
 def test_a_byte_order_mark_is_tolerated(tmp_path: Path) -> None:
@@ -395,16 +401,19 @@ def test_schema_errors_name_the_pointer_the_probe_and_the_problem(tmp_path: Path
     del probe["durationMs"]
     probe["runs"][0]["seed"] = 1.5
     data["suite"]["configSha256"] += "\n"  # `$` would let it through in Python's regex
-    message = refusal(report_file(tmp_path, data))
+    path = report_file(tmp_path, data)
+    message = refusal(path)
     assert "not a valid RuleDrift report (version 1):\n" in message
+    line, column = position_of(path, '"maybe"')
+    assert f"\n  {path}:{line}:{column}: /scenarios/0/probes/1/status: expected one of" in message
     for line in (
-        '  /scenarios/0/probes/1 (scenario "repeats", probe "wobbly"): missing required field '
-        '"durationMs"',
-        '  /scenarios/0/probes/1/runs/0/seed (scenario "repeats", probe "wobbly"): expected an '
-        "integer (digits only, no fraction or exponent), got 1.5",
-        '  /scenarios/0/probes/1/status (scenario "repeats", probe "wobbly"): expected one of '
-        '"passed", "failed", "error", "inconclusive"; got "maybe"',
-        '  /suite/configSha256: expected 64 lowercase hex digits, got "44136fa355b3678a114',
+        ': /scenarios/0/probes/1: missing required field "durationMs" (scenario "repeats", '
+        'probe "wobbly")',
+        ": /scenarios/0/probes/1/runs/0/seed: expected an integer (digits only, no fraction or "
+        'exponent), got 1.5 (scenario "repeats", probe "wobbly")',
+        ': /scenarios/0/probes/1/status: expected one of "passed", "failed", "error", '
+        '"inconclusive"; got "maybe" (scenario "repeats", probe "wobbly")',
+        ': /suite/configSha256: expected 64 lowercase hex digits, got "44136fa355b3678a114',
     ):
         assert line in message, message
 
@@ -412,12 +421,17 @@ def test_schema_errors_name_the_pointer_the_probe_and_the_problem(tmp_path: Path
 def test_only_the_first_schema_errors_are_shown(tmp_path: Path) -> None:
     data = report_data()
     data["scenarios"] = [{"id": f"s{i}"} for i in range(50_000)]
-    message = refusal(report_file(tmp_path, data))
-    assert message.count("\n  /scenarios/") == json_load.SHOWN_PROBLEMS
+    path = report_file(tmp_path, data)
+    message = refusal(path)
+    assert message.count(": /scenarios/") == json_load.SHOWN_PROBLEMS
     assert message.endswith("\n  … and more")
     data["scenarios"] = data["scenarios"][:12]
     message = refusal(report_file(tmp_path, data))
-    assert '\n  /scenarios/1 (scenario "s1"): missing required field' in message
+    line, column = position_of(path, '{\n      "id": "s1"')
+    assert (
+        f"\n  {path}:{line}:{column}: /scenarios/1: missing required field "
+        '"status" (scenario "s1")' in message
+    )
     assert "/scenarios/10" not in message  # document order: 0, 1, 2, not 0, 1, 10
     assert message.endswith("\n  … and 43 more")
 
