@@ -153,6 +153,10 @@ def _message(kind: object, value: object, expected: object, path: list[str | int
         return f"longer than {expected} characters"
     if kind == "minimum":
         return f"expected a number of at least {expected}, got {show(value)}"
+    if kind == "exclusiveMinimum":
+        return f"expected a number above {expected}, got {show(value)}"
+    if kind == "exclusiveMaximum":
+        return f"expected a number below {expected}, got {show(value)}"
     if kind == "maximum" and path and path[-1] == "timeoutMs":
         return f"expected at most {expected} milliseconds (a day), got {show(value)}"
     if kind == "maximum":

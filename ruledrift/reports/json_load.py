@@ -170,9 +170,10 @@ def report_from_bytes(raw: bytes, *, source: str) -> SavedReport:
 
 
 def report_from_json(data: object, *, source: str) -> SavedReport:
-    """A report from its decoded JSON (as `json.loads` returns it); problems are named by their
-    pointer only (there is no text to find their lines in)."""
-    return _checked(data, source, None)
+    """A report from its decoded JSON (as `json.loads` returns it), read as the text it encodes
+    would be (`2.0` is no integer); problems are named by their pointer only."""
+    decoded, _ = _parse(json.dumps(data).encode(), source)
+    return _checked(decoded, source, None)
 
 
 def _checked(data: object, source: str, text: str | None) -> SavedReport:

@@ -16,6 +16,7 @@ import pytest
 import ruledrift
 from ruledrift.errors import ExitCode, UsageError
 from ruledrift.findings import probe_flags
+from ruledrift.jsonpos import pointer_of
 from ruledrift.model import (
     AssertionResult,
     Probe,
@@ -24,6 +25,7 @@ from ruledrift.model import (
     RunResult,
     RunStatus,
     ScenarioResult,
+    ShardInfo,
     VerdictPolicy,
 )
 from ruledrift.reports import json_load
@@ -42,7 +44,6 @@ from ruledrift.reports.junit import render_junit
 from ruledrift.reports.terminal import TerminalOptions, render_terminal
 from ruledrift.verdicts import probe_verdict, sequential_design
 from tests.support import results as factories
-from tests.support.suites import position_of
 from tests.support.results import (
     ANSWER_LEAK,
     ANSWER_OK,
@@ -51,6 +52,7 @@ from tests.support.results import (
     NEVER_DISCLOSE,
     SECRET,
 )
+from tests.support.suites import position_of
 
 # --- results with repeats and with flags -------------------------------------------------------
 
@@ -560,3 +562,187 @@ def test_scenario_results_keep_their_order_and_counts() -> None:
     pairs = zip(loaded.scenarios, original.scenarios, strict=True)
     assert all(isinstance(s, ScenarioResult) and s.model_calls == o.model_calls for s, o in pairs)
     assert loaded.scenarios[0].scenario.description == factories.DESCRIPTION
+
+
+# --- every number in range, no lone surrogate, ids once, shards as assigned --------------------
+
+
+def at(data: Any, *path: str | int) -> Any:
+    for part in path:
+        data = data[part]
+    return data
+
+
+def put(data: Any, path: tuple[str | int, ...], value: object) -> Any:
+    at(data, *path[:-1])[path[-1]] = value
+    return data
+
+
+def located(path: Path, needle: str, pointer: str, skip: int = 0) -> str:
+    """The start of a located problem line, `FILE:LINE:COLUMN: /pointer: `, for the value that
+    stands `skip` characters after `needle`."""
+    line, column = position_of(path, needle)
+    return f"\n  {path}:{line}:{column + skip}: {pointer}: "
+
+
+SHARD = ("suite", "shard")
+FIRST_PROBE = ("scenarios", 0, "probes", 0)
+FIRST_RUN = (*FIRST_PROBE, "runs", 0)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "problem"),
+    [
+        (("durationMs",), 10**400, "… (401 characters) is out of range: integers must fit"),
+        (("durationMs",), 10**19, "is out of range: integers must fit in 64 bits"),
+        (("durationMs",), 31_536_000_001, "expected a number of at most 31536000000"),
+        ((*FIRST_PROBE, "durationMs"), 10**18, "expected a number of at most 31536000000"),
+        (("summary", "modelCalls"), 2**53, "expected a number of at most 9007199254740991"),
+        ((*FIRST_PROBE, "response", "length"), 2**62, "at most 9007199254740991"),
+        ((*FIRST_PROBE, "afterTurn"), 10_001, "expected a number of at most 10000"),
+        ((*FIRST_RUN, "run"), 1000, "expected a number of at most 999"),
+        ((*FIRST_RUN, "prompt"), 100, "expected a number of at most 99"),
+        (("policy", "repeat"), 10**6, "policy/repeat: "),
+        (("policy", "minPassRate"), 0, "expected a number above 0, got 0"),
+        (("policy", "minPassRate"), 1.5, "expected a number of at most 1"),
+        (("drift", 0, "boundaries", 0, "passRate"), -0.5, "expected a number of at least 0"),
+    ],
+)
+def test_a_number_out_of_range_is_refused_where_it_stands(
+    tmp_path: Path, path: tuple[str | int, ...], value: int | float, problem: str
+) -> None:
+    """Every number a renderer, merge or compare uses is bounded by the schema (or, beyond 64
+    bits, by the parser): `durationMs: 10**400` crashed `ruledrift report` (exit 4)."""
+    data = put(report_data(), path, value)
+    report = report_file(tmp_path, data)
+    message = refusal(report)
+    key = f'"{path[-1]}": '
+    assert located(report, key + json.dumps(value), pointer_of(*path), len(key)) in message
+    assert problem in message, message
+
+
+def shard_data(
+    assigned: tuple[str, ...] | None, scenarios: tuple[str, ...] = ("calm", "smalltalk")
+) -> Any:
+    """Shard 1 of 2 of `factories.run_result()`, holding `scenarios` and assigned `assigned`."""
+    whole = factories.run_result()
+    held = tuple(s for s in whole.scenarios if s.scenario.id in scenarios)
+    every = tuple(s.scenario.id for s in whole.scenarios)
+    rules = tuple(r.id for r in whole.suite.rules)
+    shard = ShardInfo(1, 2, every, rules, assigned)
+    return report_data(replace(whole, scenarios=held, shard=shard))
+
+
+def test_a_huge_shard_count_is_refused_before_anything_is_sized_by_it(tmp_path: Path) -> None:
+    data = put(shard_data(("calm", "smalltalk")), (*SHARD, "total"), 10**12)
+    report = report_file(tmp_path, data)
+    message = refusal(report)
+    assert located(report, "1000000000000", "/suite/shard/total") in message
+    assert "expected a number of at most 1000" in message
+
+
+@pytest.mark.parametrize(
+    "path",
+    [("scenarios", 0, "id"), (*FIRST_PROBE, "id"), (*FIRST_PROBE, "rule"), ("suite", "config")],
+)
+def test_a_lone_surrogate_is_refused_where_it_stands(
+    tmp_path: Path, path: tuple[str | int, ...]
+) -> None:
+    """RuleDrift writes U+FFFD for a lone surrogate, so a report that holds one (as a JSON
+    escape: it is not UTF-8) was not written by it; `compare` crashed on one (exit 4)."""
+    data = report_data(factories.run_result())
+    value = at(data, *path) + "\ud800"
+    put(data, path, value)
+    report = report_file(tmp_path, data)
+    assert json.dumps(value).endswith('\\ud800"')  # the file holds the escape
+    message = refusal(report)
+    assert "not a RuleDrift report:\n" in message
+    assert (
+        located(report, json.dumps(value), pointer_of(*path))
+        + "holds a lone UTF-16 surrogate (\\ud800), which no RuleDrift report holds"
+        in message
+    ), message
+
+
+def test_a_lone_surrogate_in_a_key_is_refused(tmp_path: Path) -> None:
+    data = report_data(factories.run_result())
+    data["target"]["details"]["x\udfff"] = 1
+    message = refusal(report_file(tmp_path, data))
+    assert "/target/details/x\ufffd: the key holds a lone UTF-16 surrogate (\\udfff)" in message
+
+
+def test_a_surrogate_pair_is_a_character_not_a_problem(tmp_path: Path) -> None:
+    data = report_data(factories.run_result())
+    data["target"]["details"]["server"] = "🙂"
+    report = report_file(tmp_path, data)  # json.dumps escapes it as "\ud83d\ude42"
+    assert "\\ud83d\\ude42" in report.read_text(encoding="utf-8")
+    assert load_report(report).target.details["server"] == "🙂"
+
+
+@pytest.mark.parametrize(
+    ("path", "pointer", "first"),
+    [
+        (("scenarios", 1, "id"), "/scenarios/1/id", "/scenarios/0/id"),
+        (("scenarios", 1, "probes", 1, "id"), "/scenarios/1/probes/1/id", "/scenarios/1/probes/0"),
+        (("rules", 1, "id"), "/rules/1/id", "/rules/0/id"),
+    ],
+)
+def test_an_id_used_twice_is_refused(
+    tmp_path: Path, path: tuple[str | int, ...], pointer: str, first: str
+) -> None:
+    """Scenarios, rules and a scenario's probes are merged and compared by id: one id, one
+    thing. (A second scenario "calm" was silently dropped by `compare`.)"""
+    data = report_data(factories.run_result())
+    first_path = tuple(int(p) if p.isdigit() else p for p in first.split("/")[1:])
+    if first_path[-1] != "id":
+        first_path = (*first_path, "id")
+    put(data, path, at(data, *first_path))
+    message = refusal(report_file(tmp_path, data))
+    assert "an id used twice:\n" in message
+    assert f": {pointer}: " in message
+    assert f"is used twice (first at {first}" in message
+
+
+def test_a_shard_report_holds_exactly_the_scenarios_it_was_assigned(tmp_path: Path) -> None:
+    assert load_report(report_file(tmp_path, shard_data(("calm", "smalltalk")))).shard
+    dropped = shard_data(("calm", "smalltalk"), scenarios=("calm",))
+    report = report_file(tmp_path, dropped)
+    message = refusal(report)
+    assert "its shard does not match its scenarios (edited?):\n" in message
+    assert located(report, '"smalltalk"\n', "/suite/shard/assigned/1") in message
+    assert 'the shard was assigned "smalltalk", which is not in /scenarios' in message
+    extra = shard_data(("calm",), scenarios=("calm", "smalltalk"))
+    message = refusal(report_file(tmp_path, extra))
+    assert ': /scenarios/1/id: "smalltalk" is not assigned to this shard' in message
+
+
+def test_a_shard_report_without_its_assignment_names_only_selected_scenarios(
+    tmp_path: Path,
+) -> None:
+    """A shard report of RuleDrift before 1.1.0 (no `assigned`) still renders; merge refuses it."""
+    older = shard_data(None)
+    assert "assigned" not in older["suite"]["shard"]
+    assert load_report(report_file(tmp_path, older)).shard is not None
+    older["suite"]["shard"]["scenarios"].remove("smalltalk")
+    message = refusal(report_file(tmp_path, older))
+    assert ': /scenarios/1/id: "smalltalk" is not in the run\'s selection' in message
+
+
+def test_a_shard_beyond_the_count_is_refused(tmp_path: Path) -> None:
+    data = put(shard_data(("calm", "smalltalk")), (*SHARD, "index"), 3)
+    message = refusal(report_file(tmp_path, data))
+    assert ": /suite/shard/index: shard 3 of 2: K is at most N" in message
+
+
+def test_the_quick_check_and_the_worded_check_agree() -> None:
+    """The compiled schema (fastjsonschema) decides validity, jsonschema words the errors: over
+    every damaged value of a report, they must say the same (`2.0` is never an integer, a SHA-256
+    with a final newline is no SHA-256)."""
+    data = report_data(repeats_result(VerdictPolicy(repeat=2, min_pass_rate=0.5), {"a": "PF"}))
+    cases = [damaged(data, path, value) for path in pointers(data) for value in ODD_VALUES]
+    cases += [damaged(data, path, 2.0) for path in pointers(data)]
+    cases += [damaged(data, ("suite", "configSha256"), "a" * 64 + "\n")]
+    for damaged_data in cases:
+        case = json.loads(json.dumps(damaged_data), parse_float=json_load._float)  # as read
+        worded = not any(True for _ in json_load._validator().iter_errors(case))
+        assert json_load._valid_quickly(case) == worded, case
