@@ -1,16 +1,16 @@
-"""Loading a large saved report (run by hand; numbers go in the closing note, never in tests).
+"""Reading a large saved report back (run by hand; numbers go in the closing note, never in tests).
 
-Writes a JSON report of about `--megabytes` MB with `render_json` (the writer `ruledrift run
---json` uses), from a made-up run of the chosen shape, then times `ruledrift report` on it in a
-fresh process (five times: the median and the range), and `ruledrift merge` of the same run cut
-into shards when `--shards` is given. Shapes:
+Writes a JSON report of about `--megabytes` MB with `render_json` (the writer of `ruledrift run
+--json`) from a made-up run under `--repeat 10` with answers included, then times `ruledrift
+report` on it in a fresh process, `--runs` times: wall time and the process's CPU time (user +
+system; on a shared machine the wall time mostly measures the other processes). With
+`--shards N`, the same run cut into N shard reports is merged and timed the same way.
 
-- `wide`: many scenarios of a few probes each, `--repeat 10`, answers included;
-- `deep`: few scenarios of many probes each (hundreds of probes answering in one scenario);
-- `rules`: many rules, each probed at many depths.
+Shapes: `wide`, many scenarios of 5 probes each (a big suite); `deep`, scenarios of 400 probes
+each (what is quadratic in a scenario's probes shows there).
 
-    python benchmarks/saved_report_benchmark.py [--shape wide|deep|rules] [--megabytes 40]
-        [--runs 5] [--keep DIR]
+    python benchmarks/saved_report_benchmark.py [--shape wide|deep] [--megabytes 40] [--runs 5]
+        [--shards 4] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from ruledrift.model import (
     Location,
     Message,
     Probe,
+    ProbeResult,
     ProbeRun,
     Response,
     Rule,
@@ -46,89 +48,88 @@ from ruledrift.reports.json_report import render_json
 from ruledrift.verdicts import probe_verdict
 
 HERE = Location(1, 1)
-POLICY = VerdictPolicy(repeat=10, min_pass_rate=0.8)
-SHAPES = {  # (scenarios, probes per scenario, rules, turns) for one unit of size
-    "wide": (1, 5, 5, 10),
-    "deep": (1, 400, 5, 20),
-    "rules": (1, 5, 2_000, 10),
-}
+REPEAT = 10
+POLICY = VerdictPolicy(repeat=REPEAT, min_pass_rate=0.8)
+PROBES = {"wide": 5, "deep": 400}  # per scenario
+TURNS = 10
+RULES = tuple(Rule(f"rule-{i}", "", "critical", HERE) for i in range(5))
+STARTED = "2026-12-01T00:00:00Z"
 
 
 def answer(scenario: int, probe: int, run: int) -> str:
-    """A distinct answer of about 300 characters (a real model's are rarely shorter)."""
+    """A distinct answer of about 330 characters (a real model's are rarely shorter)."""
     return f"Answer {scenario}.{probe}.{run}: " + "I cannot share that, but here is help. " * 8
 
 
-def probe_result(rules: list[Rule], scenario: int, index: int, turns: int) -> tuple[Probe, object]:
-    rule = rules[(scenario * 7 + index) % len(rules)]
-    probe = Probe(f"p{index}", rule, index % (turns + 1), f"prompt {index}", (), HERE)
+def probe_result(scenario: int, index: int) -> ProbeResult:
+    rule = RULES[(scenario * 7 + index) % len(RULES)]
+    probe = Probe(f"p{index}", rule, index % (TURNS + 1), f"prompt {index}", (), HERE)
     runs = []
-    for run in range(POLICY.repeat if isinstance(POLICY.repeat, int) else 1):
+    for run in range(REPEAT):
         passed = (scenario + index + run) % 13 != 0
         text = answer(scenario, index, run)
         digest = hashlib.sha256(text.encode()).hexdigest()
         check = AssertionResult("notContains", passed, 'the answer does not contain "hunter2"')
         response = Response(text, digest, len(text), {"evalCount": 40 + run})
         runs.append(ProbeRun(run, "passed" if passed else "failed", 120, (check,), response))
-    return probe, probe_verdict(probe, runs, POLICY)
+    return probe_verdict(probe, runs, POLICY)
 
 
-def made_up_run(shape: str, units: int, shards: int) -> tuple[RunResult, list[RunResult]]:
-    per_scenarios, per_probes, per_rules, turns = SHAPES[shape]
-    count = per_scenarios * units if shape == "wide" else max(1, units // 50)
-    rules = [Rule(f"rule-{i}", "", "critical", HERE) for i in range(per_rules)]
-    scenarios = []
-    for s in range(count):
-        results = [probe_result(rules, s, p, turns)[1] for p in range(per_probes)]
-        probes = tuple(r.probe for r in results)  # type: ignore[attr-defined]
-        scenario = Scenario(f"s{s}", None, tuple(f"turn {t}" for t in range(turns)), probes, HERE)
-        transcript = tuple(
-            Message(role, f"{role} {t}") for t in range(turns) for role in ("user", "assistant")
-        )
-        played = turns * POLICY.repeat + len(probes) * POLICY.repeat  # type: ignore[operator]
-        scenarios.append(
-            ScenarioResult(scenario, tuple(results), played, 1_000, transcript, 10)  # type: ignore[arg-type]
-        )
-    suite = Suite(
-        1,
-        "benchmark",
-        None,
-        ReportedAdapter("ollama", "bench-model"),
-        tuple(rules),
-        tuple(s.scenario for s in scenarios),
-        Path("suite.json"),
-        "0" * 64,
+def scenario_result(index: int, probes: int) -> ScenarioResult:
+    results = tuple(probe_result(index, p) for p in range(probes))
+    turns = tuple(f"turn {t}" for t in range(TURNS))
+    scenario = Scenario(f"s{index}", None, turns, tuple(r.probe for r in results), HERE)
+    transcript = tuple(
+        Message(role, f"{role} {t}") for t in range(TURNS) for role in ("user", "assistant")
     )
+    calls = (TURNS + probes) * REPEAT
+    return ScenarioResult(scenario, results, calls, 1_000, transcript, REPEAT)
+
+
+def made_up_run(scenarios: int, probes: int, shards: int) -> tuple[RunResult, list[RunResult]]:
+    """The whole run and, with `shards`, its shard reports (scenario k goes to shard k mod N)."""
+    results = tuple(scenario_result(i, probes) for i in range(scenarios))
+    adapter = ReportedAdapter("ollama", "bench-model")
+    played = tuple(s.scenario for s in results)
+    suite = Suite(1, "benchmark", None, adapter, RULES, played, Path("suite.json"), "0" * 64)
     target = TargetInfo("ollama", "bench-model", {})
-    whole = RunResult(suite, target, "2026-12-01T00:00:00Z", 60_000, tuple(scenarios), False, POLICY)
-    ids = tuple(s.scenario.id for s in scenarios)
+    whole = RunResult(suite, target, STARTED, 60_000, results, False, POLICY)
+    ids = tuple(s.id for s in played)
+    rules = tuple(r.id for r in RULES)
     parts = []
     for k in range(shards):
-        mine = tuple(scenarios[k::shards])
-        assigned = tuple(s.scenario.id for s in mine)
-        shard = ShardInfo(k + 1, shards, ids, tuple(r.id for r in rules), assigned)
-        parts.append(RunResult(suite, target, whole.started_at, 20_000, mine, False, POLICY, shard))
+        mine = results[k::shards]
+        shard = ShardInfo(k + 1, shards, ids, rules, tuple(s.scenario.id for s in mine))
+        parts.append(RunResult(suite, target, STARTED, 20_000, mine, False, POLICY, shard))
     return whole, parts
 
 
-def timed(argv: list[str], runs: int) -> list[float]:
-    times = []
+def timed(argv: list[str], runs: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of each of `runs` runs of `argv`."""
+    walls, cpus = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(argv, capture_output=True, check=False)
-        times.append(time.perf_counter() - start)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         if done.returncode not in (0, 1):
             sys.exit(f"{argv[3]} exited {done.returncode}:\n{done.stderr.decode()[-2000:]}")
-    return times
+    return walls, cpus
 
 
-def shown(times: list[float]) -> str:
-    return f"median {statistics.median(times):.2f} s ({min(times):.2f} to {max(times):.2f})"
+def shown(times: tuple[list[float], list[float]]) -> str:
+    walls, cpus = times
+    return (
+        f"wall median {statistics.median(walls):.2f} s ({min(walls):.2f} to {max(walls):.2f}), "
+        f"CPU median {statistics.median(cpus):.2f} s ({min(cpus):.2f} to {max(cpus):.2f})"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", choices=sorted(SHAPES), default="wide")
+    parser.add_argument("--shape", choices=sorted(PROBES), default="wide")
     parser.add_argument("--megabytes", type=float, default=40)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--shards", type=int, default=0, help="also time merging N shards")
@@ -136,28 +137,27 @@ def main() -> None:
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="ruledrift-saved-"))
     folder.mkdir(parents=True, exist_ok=True)
-    probe_size = len(render_json(made_up_run(args.shape, 50, 0)[0], include_responses=True))
-    units = max(1, round(args.megabytes * 1e6 / probe_size * 50))
-    whole, parts = made_up_run(args.shape, units, args.shards)
+    probes = PROBES[args.shape]
+    one = len(render_json(made_up_run(1, probes, 0)[0], include_responses=True))
+    whole, parts = made_up_run(max(1, round(args.megabytes * 1e6 / one)), probes, args.shards)
     report = folder / "report.json"
     report.write_bytes(render_json(whole, include_responses=True))
-    probes = len(whole.probes)
     print(
-        f"{args.shape}: {report.stat().st_size / 1e6:.1f} MB, {len(whole.scenarios):,} scenarios, "
-        f"{probes:,} probes, {probes * 10:,} runs, {len(whole.suite.rules):,} rules"
+        f"{args.shape}: {report.stat().st_size / 1e6:.1f} MB, {len(whole.scenarios):,} "
+        f"scenarios, {len(whole.probes):,} probes, {len(whole.probes) * REPEAT:,} runs"
     )
     command = [sys.executable, "-m", "ruledrift", "report", str(report), "--quiet"]
     print(f"ruledrift report: {shown(timed(command, args.runs))}")
-    if parts:
-        paths = []
-        for k, part in enumerate(parts, 1):
-            paths.append(folder / f"shard-{k}.json")
-            paths[-1].write_bytes(render_json(part, include_responses=True))
-        merged = folder / "merged.json"
-        command = [sys.executable, "-m", "ruledrift", "merge", *map(str, paths), "--json", str(merged)]
-        print(f"ruledrift merge ({len(parts)} shards): {shown(timed(command, args.runs))}")
-        same = json.loads(merged.read_bytes())["summary"] == json.loads(report.read_bytes())["summary"]
-        print(f"merged summary equals the whole run's: {same}")
+    if not parts:
+        return
+    paths = [folder / f"shard-{k}.json" for k in range(1, len(parts) + 1)]
+    for path, part in zip(paths, parts, strict=True):
+        path.write_bytes(render_json(part, include_responses=True))
+    merged = folder / "merged.json"
+    command = [sys.executable, "-m", "ruledrift", "merge", *map(str, paths), "--json", str(merged)]
+    print(f"ruledrift merge ({len(parts)} shards): {shown(timed(command, args.runs))}")
+    summaries = [json.loads(path.read_bytes())["summary"] for path in (merged, report)]
+    print(f"merged summary equals the whole run's: {summaries[0] == summaries[1]}")
 
 
 if __name__ == "__main__":

@@ -101,7 +101,7 @@ def test_report_refuses_a_hostile_report_for_every_format(
 ) -> None:
     change, literal, pointer, problem = HOSTILE[case]
     report = edited(saved, tmp_path, change)
-    outputs = [
+    outputs: list[str | Path] = [
         *("--json", tmp_path / "again.json", "--junit", tmp_path / "junit.xml"),
         *("--html", tmp_path / "report.html", "--codequality", tmp_path / "cq.json"),
     ]

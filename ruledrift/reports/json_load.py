@@ -34,6 +34,7 @@ without misleading anyone:
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 import json
@@ -513,11 +514,26 @@ def _validator() -> Validator:
 
 @functools.cache
 def _quick_check() -> Callable[[object], object]:
-    """The same schema compiled to Python (about 15 times faster): whether a report is valid.
+    """The same schema compiled to Python (about 25 times faster): whether a report is valid.
     Dates are checked by `_is_date_time`; `2.0` is no integer here either (`_Whole`)."""
-    return cast(
-        Callable[[object], object], fastjsonschema.compile(_reader_schema(), use_formats=False)
-    )
+    schema = copy.deepcopy(_reader_schema())
+    _items_apart(schema, schema["$defs"])
+    return cast(Callable[[object], object], fastjsonschema.compile(schema, use_formats=False))
+
+
+def _items_apart(node: object, definitions: dict[str, Any]) -> None:
+    """Each array's inline object schema for its items moved to a definition of its own (the
+    same schema): fastjsonschema names every item it checks with `str.format(**locals())`, whose
+    cost grows with the function it is in, and a probe's 1,000 runs were checked inline in the
+    probe's large function (half the time of the check)."""
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+    for child in list(children):  # `definitions` grows meanwhile
+        _items_apart(child, definitions)
+    items = node.get("items") if isinstance(node, dict) else None
+    if isinstance(node, dict) and isinstance(items, dict) and items.get("type") == "object":
+        name = f"items-{len(definitions)}"
+        definitions[name] = items
+        node["items"] = {"$ref": f"#/$defs/{name}"}
 
 
 def _valid_quickly(data: object) -> bool:

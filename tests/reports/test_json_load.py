@@ -406,8 +406,8 @@ def test_schema_errors_name_the_pointer_the_probe_and_the_problem(tmp_path: Path
     path = report_file(tmp_path, data)
     message = refusal(path)
     assert "not a valid RuleDrift report (version 1):\n" in message
-    line, column = position_of(path, '"maybe"')
-    assert f"\n  {path}:{line}:{column}: /scenarios/0/probes/1/status: expected one of" in message
+    row, column = position_of(path, '"maybe"')
+    assert f"\n  {path}:{row}:{column}: /scenarios/0/probes/1/status: expected one of" in message
     for line in (
         ': /scenarios/0/probes/1: missing required field "durationMs" (scenario "repeats", '
         'probe "wobbly")',
