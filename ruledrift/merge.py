@@ -77,7 +77,7 @@ def _check_shard(name: str, result: RunResult) -> None:
     if result.shard.assigned is None:
         raise UsageError(
             f"{name} does not record which scenarios its shard was assigned "
-            "(suite.shard.assigned: RuleDrift before 1.1.0 wrote shard reports without it), so "
+            "(suite.shard.assigned: it was written before RuleDrift recorded that), so "
             "the merge cannot check that the shards hold the suite's scenarios exactly; run the "
             "shards again with this RuleDrift"
         )

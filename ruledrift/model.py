@@ -287,7 +287,7 @@ class ShardInfo:
     total: int
     scenarios: tuple[str, ...]  # every selected scenario's id, in config order
     rules: tuple[str, ...]  # every rule's id, in config order
-    assigned: tuple[str, ...] | None = None  # this shard's; None: a report of RuleDrift < 1.1.0
+    assigned: tuple[str, ...] | None = None  # this shard's; None: an older report's
 
 
 @dataclass(frozen=True)

@@ -719,7 +719,7 @@ def test_a_shard_report_holds_exactly_the_scenarios_it_was_assigned(tmp_path: Pa
 def test_a_shard_report_without_its_assignment_names_only_selected_scenarios(
     tmp_path: Path,
 ) -> None:
-    """A shard report of RuleDrift before 1.1.0 (no `assigned`) still renders; merge refuses it."""
+    """A shard report written before `assigned` was recorded still renders; merge refuses it."""
     older = shard_data(None)
     assert "assigned" not in older["suite"]["shard"]
     assert load_report(report_file(tmp_path, older)).shard is not None
