@@ -80,8 +80,11 @@ def test_reports_that_do_not_belong_together_are_refused(tmp_path: Path) -> None
     ruledrift("run", other, "--shard", "2/2", "--json", foreign)
     whole = tmp_path / "whole.json"
     ruledrift("run", path, "--json", whole)
+    counted = tmp_path / "three.json"
+    counted.write_text(one.read_text(encoding="utf-8").replace('"total": 2', '"total": 3'))
     cases = [
         ((one, foreign), "are reports of different suites (configSha256)"),
+        ((counted, two), "are reports of different shard counts"),
         ((one, one), "are both shard 1"),
         ((one,), "shard(s) 2/2 missing (--allow-partial merges what is there)"),
         ((one, whole), "is not a shard"),

@@ -2,12 +2,17 @@
 terminal view, the HTML report and JUnit can be rendered again without calling a model.
 
 A report is untrusted input (an artifact anyone may have edited), so nothing in it reaches a
-renderer unchecked: it is read only from a regular file of at most MAX_REPORT_BYTES, parsed
-strictly (no repeated keys, NaN, infinite numbers or nesting deeper than MAX_DEPTH), validated
-against the report schema (`ruledrift/schemas/ruledrift-report.schema.json`; fields it does not
+renderer, `merge` or `compare` unchecked: it is read only from a regular file of at most
+MAX_REPORT_BYTES, parsed under the suite loader's rules (no repeated keys, NaN or infinity,
+integers within 64 bits, nesting at most MAX_DEPTH deep) and without lone surrogates (refused:
+RuleDrift writes U+FFFD), validated against the report schema, the single validator of every
+field's type and range (`ruledrift/schemas/ruledrift-report.schema.json`; fields it does not
 know are ignored, as the version policy in docs/reports.md lets a newer RuleDrift add optional
-ones), and its summary and scenario verdicts must agree with its probes. Whatever is wrong is a
-`UsageError` (exit 2) naming the file and the problem, never a traceback.
+ones), and it must agree with itself: ids used once, one severity a rule, a summary and
+scenario verdicts that agree with the probes, a shard that holds what it was assigned. Whatever
+is wrong is a `UsageError` (exit 2) listing the first problems as `FILE:LINE:COLUMN: /pointer:
+message`, never a traceback. The schema is checked by fastjsonschema (a 40 MB report in about a
+second); jsonschema words the errors, only where that check fails.
 
 The report holds the verdicts, not the suite. What it lacks gets a placeholder a renderer can show
 without misleading anyone:
@@ -349,7 +354,7 @@ def _parse(raw: bytes, source: str) -> tuple[object, str]:
     `jsonpos` (the suite loader's parser, which keeps positions): no repeated keys, no NaN or
     infinity, integers within 64 bits, no number that would become 0, nesting at most MAX_DEPTH
     deep; and no lone UTF-16 surrogate (`"\\ud800"`: RuleDrift writes U+FFFD in its place, so a
-    report that holds one was not written by RuleDrift). A problem is then found again with
+    report that holds one was not written by RuleDrift). A syntax problem is found again with
     `jsonpos`, for its line and column."""
     if not raw.strip():
         raise _problem(source, f"the file is empty; {_WHAT}")

@@ -746,3 +746,13 @@ def test_the_quick_check_and_the_worded_check_agree() -> None:
         case = json.loads(json.dumps(damaged_data), parse_float=json_load._float)  # as read
         worded = not any(True for _ in json_load._validator().iter_errors(case))
         assert json_load._valid_quickly(case) == worded, case
+
+
+def test_a_problem_under_keys_with_slashes_and_tildes_is_located(tmp_path: Path) -> None:
+    """The line and column are found by walking down the pointer's escaped tokens."""
+    data = report_data(factories.run_result())
+    data["scenarios"][2]["probes"][0]["metadata"] = {"a/b~c": {"x": ["ok", "late\ud800"]}}
+    report = report_file(tmp_path, data)
+    pointer = "/scenarios/2/probes/0/metadata/a~1b~0c/x/1"
+    message = refusal(report)
+    assert located(report, '"late\\ud800"', pointer) + "holds a lone UTF-16" in message, message
