@@ -35,20 +35,10 @@ def merge_results(named: Sequence[tuple[str, RunResult]], *, allow_partial: bool
     for name, result in named:
         _check_shard(name, result)
         _same(first_name, first, name, result)
-    shards: dict[int, str] = {}
-    owners: dict[str, str] = {}  # scenario id -> the report that holds it
-    for name, shard in [(name, _shard(result)) for name, result in named]:
-        if shard.index in shards:
-            raise UsageError(f"{name} and {shards[shard.index]} are both shard {shard.index}")
-        shards[shard.index] = name
-        for scenario_id in shard.assigned or ():
-            if scenario_id in owners:
-                raise UsageError(
-                    f"{name} and {owners[scenario_id]} both hold scenario {scenario_id!r}"
-                )
-            owners[scenario_id] = name
+    shards = [(name, _shard(result)) for name, result in named]
+    given, owners = _indexes(shards), _owners(shards)
     selection = _shard(first)
-    missing = tuple(k for k in range(1, selection.total + 1) if k not in shards)
+    missing = tuple(k for k in range(1, selection.total + 1) if k not in given)  # N <= 1000
     if missing and not allow_partial:
         listed = ", ".join(_few([f"{k}/{selection.total}" for k in missing]))
         raise UsageError(f"shard(s) {listed} missing (--allow-partial merges what is there)")
@@ -56,11 +46,33 @@ def merge_results(named: Sequence[tuple[str, RunResult]], *, allow_partial: bool
     if unheld and not missing:
         raise UsageError(
             f"scenario(s) {', '.join(_few([repr(s) for s in unheld]))} of the run's selection "
-            "are in "
-            f"no shard: the {len(named)} shards together do not hold the suite's scenarios "
-            "(a report edited, or shards of different runs)"
+            f"are in no shard: the {len(named)} shards together do not hold the suite's "
+            "scenarios (a report edited, or shards of different runs)"
         )
     return Merged(_combined([r for _, r in named]), missing)
+
+
+def _indexes(shards: list[tuple[str, ShardInfo]]) -> dict[int, str]:
+    """Each shard number given, and the report that is it; no number twice."""
+    given: dict[int, str] = {}
+    for name, shard in shards:
+        if shard.index in given:
+            raise UsageError(f"{name} and {given[shard.index]} are both shard {shard.index}")
+        given[shard.index] = name
+    return given
+
+
+def _owners(shards: list[tuple[str, ShardInfo]]) -> dict[str, str]:
+    """Each scenario the shards were assigned, and the report that holds it; no scenario in two."""
+    owners: dict[str, str] = {}
+    for name, shard in shards:
+        for scenario_id in shard.assigned or ():
+            if scenario_id in owners:
+                raise UsageError(
+                    f"{name} and {owners[scenario_id]} both hold scenario {scenario_id!r}"
+                )
+            owners[scenario_id] = name
+    return owners
 
 
 _LISTED = 10  # ids or shards named in a message, at most

@@ -759,29 +759,32 @@ def _shard_problems(report: dict[str, Any]) -> list[_Problem]:
     if shard["index"] > shard["total"]:
         message = f"shard {shard['index']} of {shard['total']}: K is at most N"
         problems.append(_at(["suite", "shard", "index"], message))
-    selection = set(shard["scenarios"])
     held = {s["id"]: i for i, s in enumerate(report["scenarios"])}
     assigned = shard.get("assigned")
-    for i, scenario_id in enumerate(assigned or []):
+    if assigned is None:
+        allowed, what = set(shard["scenarios"]), "in the run's selection (/suite/shard/scenarios)"
+    else:
+        problems += _assignment_problems(assigned, set(shard["scenarios"]), held)
+        allowed, what = set(assigned), "assigned to this shard"
+    problems += [
+        _at(["scenarios", i, "id"], f"{show(scenario_id)} is not {what}")
+        for scenario_id, i in held.items()
+        if scenario_id not in allowed
+    ]
+    return problems
+
+
+def _assignment_problems(
+    assigned: list[str], selection: set[str], held: dict[str, int]
+) -> list[_Problem]:
+    problems = []
+    for i, scenario_id in enumerate(assigned):
         if scenario_id not in selection:
             message = f"{show(scenario_id)} is not in the run's selection (/suite/shard/scenarios)"
             problems.append(_at(["suite", "shard", "assigned", i], message))
         elif scenario_id not in held:
             message = f"the shard was assigned {show(scenario_id)}, which is not in /scenarios"
             problems.append(_at(["suite", "shard", "assigned", i], message))
-    allowed, what = (
-        (set(assigned), "assigned to this shard")
-        if assigned is not None
-        else (
-            selection,
-            "in the run's selection (/suite/shard/scenarios)",
-        )
-    )
-    problems += [
-        _at(["scenarios", i, "id"], f"{show(scenario_id)} is not {what}")
-        for scenario_id, i in held.items()
-        if scenario_id not in allowed
-    ]
     return problems
 
 
