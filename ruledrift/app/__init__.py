@@ -369,6 +369,7 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
             request.shard.total,
             scenarios=tuple(s.id for s in selected_scenarios),
             rules=tuple(r.id for r in suite.rules),
+            assigned=tuple(s.id for s in scenarios),
         )
         result = dataclasses.replace(result, shard=shard)
     written, failed = write_reports(result, reports, request.include_responses)

@@ -279,13 +279,15 @@ class VerdictPolicy:
 
 @dataclass(frozen=True)
 class ShardInfo:
-    """Which shard a run was (`--shard K/N`), and the order of the whole selection, so that
-    `ruledrift merge` can put the shards' scenarios and rules back in config order."""
+    """Which shard a run was (`--shard K/N`), the scenarios it was assigned, and the order of the
+    whole selection, so that `ruledrift merge` can check that the shards hold the selection
+    exactly and put their scenarios and rules back in config order."""
 
     index: int
     total: int
     scenarios: tuple[str, ...]  # every selected scenario's id, in config order
     rules: tuple[str, ...]  # every rule's id, in config order
+    assigned: tuple[str, ...] | None = None  # this shard's; None: an older report's
 
 
 @dataclass(frozen=True)

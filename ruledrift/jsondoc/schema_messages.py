@@ -153,6 +153,10 @@ def _message(kind: object, value: object, expected: object, path: list[str | int
         return f"longer than {expected} characters"
     if kind == "minimum":
         return f"expected a number of at least {expected}, got {show(value)}"
+    if kind == "exclusiveMinimum":
+        return f"expected a number above {expected}, got {show(value)}"
+    if kind == "exclusiveMaximum":
+        return f"expected a number below {expected}, got {show(value)}"
     if kind == "maximum" and path and path[-1] == "timeoutMs":
         return f"expected at most {expected} milliseconds (a day), got {show(value)}"
     if kind == "maximum":
@@ -175,7 +179,7 @@ def _wrong_type(value: object, expected: object, path: list[str | int]) -> str:
 def _not_an_integer(value: float) -> str:
     """For `2.0` where an integer belongs: the parser keeps a literal with a fraction or an
     exponent a number, so the contract's integers are written as integers."""
-    if value.is_integer() and abs(value) < _EXACT_FLOAT:
+    if float.is_integer(value) and abs(value) < _EXACT_FLOAT:  # also for a float subclass
         return f"expected an integer, e.g. {int(value)} (not {show(value)})"
     return f"expected an integer (digits only, no fraction or exponent), got {show(value)}"
 

@@ -14,7 +14,7 @@ from ruledrift.results.comparison import (
     ProbeChange,
 )
 from ruledrift.stats import Comparison
-from ruledrift.text import markdown_inline, terminal_safe
+from ruledrift.text import markdown_inline, repair_surrogates, terminal_safe
 
 _ORDER = {"worse": 0, "too few runs to tell": 1, "no evidence of a change": 2, "better": 3}
 _MARK = {"worse": "🔻", "better": "🔺", "no evidence of a change": "·", "too few runs to tell": "?"}
@@ -152,7 +152,9 @@ def render_comparison_json(result: ComparisonResult) -> bytes:
         "regressions": len(result.regressions),
         "runsPerSideFor95To80": result.runs_needed,
     }
-    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    text = json.dumps(document, indent=2, ensure_ascii=False)
+    # lone surrogates (in ids of a result not read from a report) cannot be encoded as UTF-8
+    return (repair_surrogates(text) + "\n").encode("utf-8")
 
 
 def _cell(cell: CellChange) -> dict[str, Any]:

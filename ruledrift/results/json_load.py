@@ -2,12 +2,17 @@
 terminal view, the HTML report and JUnit can be rendered again without calling a model.
 
 A report is untrusted input (an artifact anyone may have edited), so nothing in it reaches a
-renderer unchecked: it is read only from a regular file of at most MAX_REPORT_BYTES, parsed
-strictly (no repeated keys, NaN, infinite numbers or nesting deeper than MAX_DEPTH), validated
-against the report schema (`ruledrift/schemas/ruledrift-report.schema.json`; fields it does not
+renderer, `merge` or `compare` unchecked: it is read only from a regular file of at most
+MAX_REPORT_BYTES, parsed under the suite loader's rules (no repeated keys, NaN or infinity,
+integers within 64 bits, nesting at most MAX_DEPTH deep) and without lone surrogates (refused:
+RuleDrift writes U+FFFD), validated against the report schema, the single validator of every
+field's type and range (`ruledrift/schemas/ruledrift-report.schema.json`; fields it does not
 know are ignored, as the version policy in docs/reports.md lets a newer RuleDrift add optional
-ones), and its summary and scenario verdicts must agree with its probes. Whatever is wrong is a
-`UsageError` (exit 2) naming the file and the problem, never a traceback.
+ones), and it must agree with itself: ids used once, one severity a rule, a summary and
+scenario verdicts that agree with the probes, a shard that holds what it was assigned. Whatever
+is wrong is a `UsageError` (exit 2) listing the first problems as `FILE:LINE:COLUMN: /pointer:
+message`, never a traceback. The schema is checked by fastjsonschema (a 40 MB report in about a
+second); jsonschema words the errors, only where that check fails.
 
 The report holds the verdicts, not the suite. What it lacks gets a placeholder a renderer can show
 without misleading anyone:
@@ -34,6 +39,7 @@ without misleading anyone:
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 import json
@@ -41,13 +47,13 @@ import math
 import os
 import re
 import stat
-from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
+import fastjsonschema
 from jsonschema import Draft202012Validator, TypeChecker, validators
 from jsonschema.exceptions import ValidationError, best_match
 from jsonschema.protocols import Validator
@@ -71,7 +77,8 @@ from ruledrift.data import (
     TargetInfo,
     VerdictPolicy,
 )
-from ruledrift.errors import UsageError
+from ruledrift.errors import ConfigIssue, UsageError
+from ruledrift.jsondoc import positions as jsonpos
 from ruledrift.jsondoc.positions import pointer_of
 from ruledrift.jsondoc.schema_messages import context, findings, show
 from ruledrift.results.json_report import REPORT_VERSION
@@ -86,6 +93,12 @@ _COUNTED_PROBLEMS = 100  # of the schema's, at most: a damaged file may have mil
 NOWHERE = Location(line=1, column=1)  # the report keeps no positions in the suite file
 NOT_IN_REPORT = "[not in the report]"
 _SUITE_VERSION = 1
+_MAX_LINE = 300  # characters of a problem's line, besides the file's name
+_MAX_INTEGER_CHARS = len(str(jsonpos.MIN_INTEGER))  # 19 digits and a sign
+_NONZERO_DIGIT = re.compile("[1-9]")
+_SPACE = re.compile(r"[ \t\n\r]*")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # how JSON text writes a surrogate
 _RFC3339 = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})",
     re.IGNORECASE,
@@ -119,7 +132,31 @@ class SavedReport:
 
 
 class _Refused(ValueError):
-    """Legal JSON that a report never holds (NaN, a repeated key, an infinite number)."""
+    """Legal JSON that a report never holds (NaN, a repeated key, a number out of range)."""
+
+
+class _Whole(float):
+    """A number written with a fraction or an exponent whose value is whole (`2.0`, `1e3`): a
+    number, never an integer, as the reader's type check says. fastjsonschema, like JSON Schema
+    itself, takes such a float for an integer (its check is `isinstance(x, float) and
+    x.is_integer()`); a report writes its integers as integers."""
+
+    def is_integer(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """One thing wrong with a report: where (a JSON pointer), what, and the value's path (to name
+    the scenario and probe it is in)."""
+
+    pointer: str
+    message: str
+    path: tuple[str | int, ...] = ()
+
+
+def _at(path: Sequence[str | int], message: str) -> _Problem:
+    return _Problem(pointer_of(*path), message, tuple(path))
 
 
 def load_report(path: Path) -> RunResult:
@@ -133,22 +170,40 @@ def read_report(path: Path) -> SavedReport:
 
 
 def report_from_bytes(raw: bytes, *, source: str) -> SavedReport:
-    """A report from its bytes; `source` names it in messages (a path)."""
-    return report_from_json(_parse(raw, source), source=source)
+    """A report from its bytes; `source` names it in messages (a path), each problem located as
+    `SOURCE:LINE:COLUMN: /pointer: message`."""
+    data, text = _parse(raw, source)
+    return _checked(data, source, text)
 
 
 def report_from_json(data: object, *, source: str) -> SavedReport:
-    """A report from its decoded JSON (as `json.loads` returns it)."""
+    """A report from its decoded JSON (as `json.loads` returns it), read as the text it encodes
+    would be (`2.0` is no integer); problems are named by their pointer only."""
+    decoded, _ = _parse(json.dumps(data).encode(), source)
+    return _checked(decoded, source, None)
+
+
+def _checked(data: object, source: str, text: str | None) -> SavedReport:
+    """The report, once every check passed; each check may rely on those before it."""
     _check_version(data, source)
-    problems = _schema_problems(data)
-    if problems:
-        raise _refused(source, f"not a valid RuleDrift report (version {REPORT_VERSION})", problems)
     report = cast(dict[str, Any], data)
-    saved = _build(report, source)
-    problems = _disagreements(saved.result, report)
-    if problems:
-        raise _refused(source, "its summary does not match its probes (edited?)", problems)
+    invalid = f"not a valid RuleDrift report (version {REPORT_VERSION})"
+    _refuse(source, report, text, invalid, _schema_problems(report))
+    _refuse(source, report, text, "an id used twice", _repeated_ids(report))
+    _refuse(source, report, text, "a rule with two severities", _severity_problems(report))
+    saved = _build(report)
+    summary = _disagreements(saved.result, report)
+    _refuse(source, report, text, "its summary does not match its probes (edited?)", summary)
+    shard = _shard_problems(report)
+    _refuse(source, report, text, "its shard does not match its scenarios (edited?)", shard)
     return saved
+
+
+def _refuse(
+    source: str, report: dict[str, Any], text: str | None, what: str, problems: list[_Problem]
+) -> None:
+    if problems:
+        raise _refused(source, what, problems, report, text)
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -158,14 +213,81 @@ def _problem(source: str, message: str) -> UsageError:
     return UsageError(f"cannot read report {terminal_safe(source)}: {message}")
 
 
-def _refused(source: str, what: str, problems: list[str]) -> UsageError:
-    shown = [f"  {line}" for line in problems[:SHOWN_PROBLEMS]]
+def _refused(
+    source: str, what: str, problems: list[_Problem], data: object, text: str | None
+) -> UsageError:
+    shown = [f"  {line}" for line in _located(source, problems[:SHOWN_PROBLEMS], data, text)]
     more = len(problems) - SHOWN_PROBLEMS
     if more > 0:
         shown.append(
             f"  … and {more} more" if len(problems) < _COUNTED_PROBLEMS else "  … and more"
         )
     return _problem(source, "\n".join([f"{what}:", *shown]))
+
+
+def _located(
+    source: str, problems: list[_Problem], data: object, text: str | None
+) -> Iterator[str]:
+    """Each problem as `SOURCE:LINE:COLUMN: /pointer: message (scenario "s", probe "p")`, as
+    the suite loader words its problems; `/pointer: message` without the text."""
+    lines = jsonpos.Parsed(text) if text is not None else None
+    for problem in problems:
+        message = problem.message + context(data, problem.path)
+        if text is None or lines is None:
+            yield _line(f"{problem.pointer or '/'}: {message}")
+            continue
+        offset = _offset_of(text, problem.pointer)
+        issue = ConfigIssue(source, *lines.line_col(offset), problem.pointer, message)
+        yield cut_text(str(issue), _MAX_LINE + len(source))
+
+
+_DECODER = json.JSONDecoder()
+_scan_string: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+def _offset_of(text: str, pointer: str) -> int:
+    """Where the value at `pointer` starts in `text` (JSON that parsed), found by walking down
+    to it and skipping every other value with the C scanner: a tenth of a second in 40 MB, where
+    keeping every value's position (`jsonpos`) takes six. 0 if it is not there."""
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+    at = _skip_space(text, 0)
+    for token in tokens:
+        found = _member(text, at, token) if text.startswith("{", at) else None
+        if text.startswith("[", at) and token.isdigit():
+            found = _element(text, at, int(token))
+        if found is None:
+            return 0
+        at = found
+    return at
+
+
+def _member(text: str, at: int, key: str) -> int | None:
+    """The offset of member `key`'s value in the object at `at`."""
+    at = _skip_space(text, at + 1)
+    while text.startswith('"', at):
+        name, at = _scan_string(text, at + 1)
+        at = _skip_space(text, _skip_space(text, at) + 1)  # past the colon
+        if name == key:
+            return at
+        at = _skip_space(text, _DECODER.raw_decode(text, at)[1])
+        at = _skip_space(text, at + 1) if text.startswith(",", at) else at
+    return None
+
+
+def _element(text: str, at: int, index: int) -> int | None:
+    """The offset of element `index` of the array at `at`."""
+    at = _skip_space(text, at + 1)
+    for _ in range(index):
+        if text.startswith("]", at):
+            return None
+        at = _skip_space(text, _DECODER.raw_decode(text, at)[1])
+        at = _skip_space(text, at + 1) if text.startswith(",", at) else at
+    return None if text.startswith("]", at) else at
+
+
+def _skip_space(text: str, at: int) -> int:
+    match = _SPACE.match(text, at)
+    return match.end() if match else at
 
 
 def _read(path: Path) -> bytes:
@@ -227,40 +349,82 @@ def _too_large(path: Path) -> UsageError:
 # --- parsing ---------------------------------------------------------------------------------
 
 
-def _parse(raw: bytes, source: str) -> object:
+def _parse(raw: bytes, source: str) -> tuple[object, str]:
+    """The JSON value and text of a report. Parsed fast by `json.loads`, under the rules of
+    `jsonpos` (the suite loader's parser, which keeps positions): no repeated keys, no NaN or
+    infinity, integers within 64 bits, no number that would become 0, nesting at most MAX_DEPTH
+    deep; and no lone UTF-16 surrogate (`"\\ud800"`: RuleDrift writes U+FFFD in its place, so a
+    report that holds one was not written by RuleDrift). A syntax problem is found again with
+    `jsonpos`, for its line and column."""
     if not raw.strip():
         raise _problem(source, f"the file is empty; {_WHAT}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        byte = raw[error.start]
-        raise _problem(source, f"not UTF-8 (byte 0x{byte:02x} at offset {error.start:,})") from None
+        raise _not_utf8(raw, error, source) from None
+    text = text.removeprefix("\ufeff")
     try:
         data = json.loads(
-            text.removeprefix("\ufeff"),
+            text,
             object_pairs_hook=_object,
             parse_constant=_constant,
             parse_float=_float,
+            parse_int=_int,
         )
-    except json.JSONDecodeError as error:
-        where = f"line {error.lineno}, column {error.colno}"
-        raise _problem(source, f"not JSON: {error.msg} at {where}; {_WHAT}") from None
-    except _Refused as error:
-        raise _problem(source, f"not a RuleDrift report: {error}") from None
-    except RecursionError:
-        raise _problem(source, f"nested too deeply to be a report; {_WHAT}") from None
-    except ValueError as error:  # an integer of more digits than Python converts
-        raise _problem(source, f"not usable JSON: {cut_text(str(error), 200)}") from None
+    except _Refused as refused:
+        raise _syntax_problem(text, source, str(refused)) from None
+    except (ValueError, RecursionError):  # not JSON (JSONDecodeError), or too deep for it
+        raise _syntax_problem(text, source) from None
     if _deeper_than(data, MAX_DEPTH):
-        raise _problem(source, f"nested deeper than {MAX_DEPTH} levels; a report is about 10")
-    return data
+        raise _syntax_problem(text, source)
+    surrogate = _lone_surrogate(data, text)
+    if surrogate is not None:
+        raise _refused(source, "not a RuleDrift report", [surrogate], data, text)
+    return data, text
+
+
+def _not_utf8(raw: bytes, error: UnicodeDecodeError, source: str) -> UsageError:
+    before = raw[: error.start].decode("utf-8", "replace")
+    line, column = jsonpos.Parsed(before).line_col(len(before))
+    byte = raw[error.start]
+    issue = ConfigIssue(source, line, column, "", f"byte 0x{byte:02x} is not UTF-8")
+    return _problem(source, f"not UTF-8 (at offset {error.start:,}):\n  {issue}")
+
+
+def _syntax_problem(text: str, source: str, refused: str = "") -> UsageError:
+    """What `jsonpos` says is wrong with `text`, at its line and column (`refused`: the words
+    for a value `json.loads` reads but a report never holds, such as NaN)."""
+    try:
+        doc = jsonpos.parse(text)
+    except jsonpos.JSONSyntaxError as error:
+        line, column = jsonpos.Parsed(text).line_col(error.offset)
+        message = error.message
+        if refused and message.startswith("expected a JSON value"):
+            message = refused
+        elif message.startswith("nesting deeper"):
+            message = f"nesting deeper than {MAX_DEPTH} levels; a report nests about 10"
+        usable = isinstance(error, jsonpos.JSONLimitError)
+        what = f"not usable JSON; {_WHAT}" if usable else f"not JSON; {_WHAT}"
+        issue = ConfigIssue(source, line, column, error.pointer, message)
+        return _problem(source, f"{what}:\n  {cut_text(str(issue), _MAX_LINE + len(source))}")
+    if doc.duplicates:
+        repeated = doc.duplicates[0]
+        first_line, first_column = doc.line_col(repeated.first_offset)
+        key = repeated.pointer.rsplit("/", 1)[1].replace("~1", "/").replace("~0", "~")
+        message = (
+            f"the key {show(key)} appears twice in one object (first at line {first_line}, "
+            f"column {first_column})"
+        )
+        line, column = doc.line_col(repeated.offset)
+        issue = ConfigIssue(source, line, column, repeated.pointer, message)
+        return _problem(source, f"not a RuleDrift report:\n  {cut_text(str(issue), 500)}")
+    return _problem(source, f"not JSON; {_WHAT}")  # not expected: jsonpos is the stricter
 
 
 def _object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     found = dict(pairs)
     if len(found) < len(pairs):
-        repeated = next(k for k, n in Counter(key for key, _ in pairs).items() if n > 1)
-        raise _Refused(f"the key {show(repeated)} appears twice in one object")
+        raise _Refused("a repeated key")
     return found
 
 
@@ -268,11 +432,21 @@ def _constant(name: str) -> object:
     raise _Refused(f"{name} is not a JSON number")
 
 
+def _int(literal: str) -> int:
+    if len(literal) <= _MAX_INTEGER_CHARS:  # int() refuses a literal of more than 4,300 digits
+        value = int(literal)
+        if jsonpos.MIN_INTEGER <= value <= jsonpos.MAX_INTEGER:
+            return value
+    raise _Refused("an integer outside 64 bits")
+
+
 def _float(literal: str) -> float:
     value = float(literal)
     if not math.isfinite(value):
-        raise _Refused(f"the number {cut_text(literal, 24)} is too large")
-    return value
+        raise _Refused("an infinite number")
+    if value == 0 and _NONZERO_DIGIT.search(re.split("[eE]", literal)[0]):
+        raise _Refused("a number that would become 0")
+    return _Whole(value) if value.is_integer() else value
 
 
 def _deeper_than(data: object, limit: int) -> bool:
@@ -288,6 +462,36 @@ def _deeper_than(data: object, limit: int) -> bool:
         if not level:
             return False
     return any(isinstance(node, dict | list) for node in level)
+
+
+def _lone_surrogate(data: object, text: str) -> _Problem | None:
+    """The first string or key holding a lone UTF-16 surrogate. JSON text can hold one only as
+    an escape (`\\ud800`; as UTF-8 bytes it is not UTF-8), so a text without such an escape is
+    not searched."""
+    if not _SURROGATE_ESCAPE.search(text):
+        return None
+    stack: list[tuple[tuple[str | int, ...], object]] = [((), data)]
+    while stack:
+        path, node = stack.pop()
+        children: list[tuple[str | int, object]] = []
+        if isinstance(node, str) and (found := _SURROGATE.search(node)):
+            return _at(path, _surrogate_message(found.group()))
+        if isinstance(node, dict):
+            for key in node:
+                if found := _SURROGATE.search(key):
+                    return _at((*path, key), "the key " + _surrogate_message(found.group()))
+            children = list(node.items())
+        elif isinstance(node, list):
+            children = list(enumerate(node))
+        stack.extend(((*path, part), child) for part, child in reversed(children))
+    return None
+
+
+def _surrogate_message(surrogate: str) -> str:
+    return (
+        f"holds a lone UTF-16 surrogate (\\u{ord(surrogate):04x}), which no RuleDrift report "
+        "holds (RuleDrift writes U+FFFD in its place)"
+    )
 
 
 # --- validation ------------------------------------------------------------------------------
@@ -322,36 +526,116 @@ def _full_pattern(
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-def _unknown_fields_ignored(
-    validator: Validator, additional: object, instance: object, schema: object
-) -> Iterator[ValidationError]:
-    """No error for a field this RuleDrift does not know: a newer one may add optional fields
-    without raising the report's version (docs/reports.md, "Version policy"); they are left out."""
-    return iter(())
+def _open_objects(node: object) -> None:
+    """Drop every `"additionalProperties": false`: a field this RuleDrift does not know is
+    ignored, as a newer one may add optional fields without raising the report's version
+    (docs/reports.md, "Version policy"); unknown fields are left out of the result."""
+    if isinstance(node, dict):
+        if node.get("additionalProperties") is False:
+            del node["additionalProperties"]
+        for child in node.values():
+            _open_objects(child)
+    elif isinstance(node, list):
+        for child in node:
+            _open_objects(child)
 
 
 @functools.cache
-def _validator() -> Validator:
+def _reader_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(schema_text(REPORT_SCHEMA))
+    _open_objects(schema)
+    return schema
+
+
+def _schema_of(definition: str) -> dict[str, Any]:
+    """The reader's schema of a whole report (""), or of one of its definitions ("scenario")."""
+    schema = _reader_schema()
+    if not definition:
+        return schema
+    root = {key: schema[key] for key in ("$schema", "$id", "$defs")}
+    return root | {"$ref": f"#/$defs/{definition}"}
+
+
+@functools.cache
+def _validator(definition: str = "") -> Validator:
+    """The schema's errors, every one worded (slow: about 10 µs a value)."""
     strict: type[Validator] = validators.extend(  # type: ignore[no-untyped-call]
         Draft202012Validator,
-        validators={"pattern": _full_pattern, "additionalProperties": _unknown_fields_ignored},
+        validators={"pattern": _full_pattern},
         type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
     )
-    return strict(json.loads(schema_text(REPORT_SCHEMA)))
+    return strict(_schema_of(definition))
 
 
-def _schema_problems(data: object) -> list[str]:
-    """The schema's first problems (in document order), each as `POINTER (names): message`."""
-    errors = itertools.islice(_validator().iter_errors(cast(Any, data)), _COUNTED_PROBLEMS)
-    problems = []
-    for error in sorted(errors, key=_document_order):
-        deepest = best_match([error])
-        where = context(data, list(deepest.absolute_path))
-        for pointer, message in _worded(deepest):
-            problems.append(_line(f"{pointer or '/'}{where}: {message}"))
-    started = data.get("startedAt") if isinstance(data, dict) else None
+@functools.cache
+def _quick_check(definition: str = "") -> Callable[[object], object]:
+    """The same schema compiled to Python (about 25 times faster): whether a report is valid.
+    Dates are checked by `_is_date_time`; `2.0` is no integer here either (`_Whole`)."""
+    schema = copy.deepcopy(_schema_of(definition))
+    _items_apart(schema, schema["$defs"])
+    return cast(Callable[[object], object], fastjsonschema.compile(schema, use_formats=False))
+
+
+def _items_apart(node: object, definitions: dict[str, Any]) -> None:
+    """Each array's inline object schema for its items moved to a definition of its own (the
+    same schema): fastjsonschema names every item it checks with `str.format(**locals())`, whose
+    cost grows with the function it is in, and a probe's 1,000 runs were checked inline in the
+    probe's large function (half the time of the check)."""
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+    for child in list(children):  # `definitions` grows meanwhile
+        _items_apart(child, definitions)
+    items = node.get("items") if isinstance(node, dict) else None
+    if isinstance(node, dict) and isinstance(items, dict) and items.get("type") == "object":
+        name = f"items-{len(definitions)}"
+        definitions[name] = items
+        node["items"] = {"$ref": f"#/$defs/{name}"}
+
+
+def _valid_quickly(data: object, definition: str = "") -> bool:
+    try:
+        _quick_check(definition)(data)
+    except fastjsonschema.JsonSchemaException:
+        return False
+    return True
+
+
+def _schema_errors(data: dict[str, Any]) -> list[ValidationError]:
+    """The schema's first errors (at most _COUNTED_PROBLEMS), looked for with jsonschema only
+    where the quick check fails: the report without its scenarios, then each scenario that
+    fails on its own (a report of 40 MB with one wrong value: 1 s, not 20 s)."""
+    if _valid_quickly(data):
+        return []
+    scenarios = data.get("scenarios")
+    if not isinstance(scenarios, list):
+        return list(itertools.islice(_validator().iter_errors(data), _COUNTED_PROBLEMS))
+    rest = data | {"scenarios": []}
+    errors = list(itertools.islice(_validator().iter_errors(rest), _COUNTED_PROBLEMS))
+    for index, scenario in enumerate(scenarios):
+        if len(errors) >= _COUNTED_PROBLEMS:
+            break
+        if _valid_quickly(scenario, "scenario"):
+            continue
+        found = _validator("scenario").iter_errors(scenario)
+        for error in itertools.islice(found, _COUNTED_PROBLEMS - len(errors)):
+            error.path.extendleft(reversed(("scenarios", index)))
+            errors.append(error)
+    return errors
+
+
+def _schema_problems(data: dict[str, Any]) -> list[_Problem]:
+    """The schema's first problems, in document order, without those about a value that already
+    has the wrong type (`2.0` is "expected an integer", not also "at most 10000")."""
+    errors = sorted((best_match([e]) for e in _schema_errors(data)), key=_document_order)
+    mistyped = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
+    problems = [
+        _Problem(pointer, message, tuple(error.absolute_path))
+        for error in errors
+        if error.validator == "type" or tuple(error.absolute_path) not in mistyped
+        for pointer, message in _worded(error)
+    ]
+    started = data.get("startedAt")
     if isinstance(started, str) and not _is_date_time(started):
-        problems.append(_line(f"/startedAt: {show(started)} is not an RFC 3339 date-time"))
+        problems.append(_at(["startedAt"], f"{show(started)} is not an RFC 3339 date-time"))
     return problems
 
 
@@ -368,7 +652,7 @@ def _worded(error: ValidationError) -> Iterator[tuple[str, str]]:
 
 
 def _line(text: str) -> str:
-    return cut_text(terminal_safe(text), 300)
+    return cut_text(terminal_safe(text), _MAX_LINE)
 
 
 def _is_date_time(text: str) -> bool:
@@ -381,7 +665,60 @@ def _is_date_time(text: str) -> bool:
     return True
 
 
-def _disagreements(result: RunResult, report: dict[str, Any]) -> list[str]:
+def _repeated_ids(report: dict[str, Any]) -> list[_Problem]:
+    """Scenario ids, rule ids and each scenario's probe ids name one thing each: results are
+    merged and compared by them."""
+    scenarios = report["scenarios"]
+    problems = _first_twice([(("scenarios", i, "id"), s["id"]) for i, s in enumerate(scenarios)])
+    problems += _first_twice(
+        [(("rules", i, "id"), r["id"]) for i, r in enumerate(report.get("rules", []))]
+    )
+    for i, scenario in enumerate(scenarios):
+        probes = enumerate(scenario["probes"])
+        problems += _first_twice(
+            [(("scenarios", i, "probes", j, "id"), p["id"]) for j, p in probes]
+        )
+    return problems
+
+
+def _first_twice(ids: list[tuple[tuple[str | int, ...], str]]) -> list[_Problem]:
+    first: dict[str, str] = {}
+    problems = []
+    for path, item_id in ids:
+        if item_id in first:
+            problems.append(_at(path, f"{show(item_id)} is used twice (first at {first[item_id]})"))
+        first.setdefault(item_id, pointer_of(*path))
+    return problems
+
+
+def _severity_problems(report: dict[str, Any]) -> list[_Problem]:
+    """A rule has one severity: wherever the report names it, it must say the same."""
+    first: dict[str, tuple[Severity, str]] = {}
+    problems = []
+    for rule_id, severity, path in _severities(report):
+        earlier = first.setdefault(rule_id, (severity, pointer_of(*path)))
+        if earlier[0] != severity:
+            problems.append(
+                _at(
+                    path,
+                    f"rule {show(rule_id)} is {show(severity)} here but {show(earlier[0])} at "
+                    f"{earlier[1]}",
+                )
+            )
+    return problems
+
+
+def _severities(report: dict[str, Any]) -> Iterator[tuple[str, Severity, tuple[str | int, ...]]]:
+    """Each rule id with a severity and where, in the suite's order (`rules` lists them so; a
+    rule only a probe names comes after)."""
+    for i, rule in enumerate(report.get("rules", [])):
+        yield rule["id"], rule["severity"], ("rules", i)
+    for i, scenario in enumerate(report["scenarios"]):
+        for j, probe in enumerate(scenario["probes"]):
+            yield probe["rule"], probe["severity"], ("scenarios", i, "probes", j)
+
+
+def _disagreements(result: RunResult, report: dict[str, Any]) -> list[_Problem]:
     """Where the summary or a scenario's status says other than the probes: a verdict is shown
     and decides the exit code from the probes, so the file must not say something else."""
     summary = report["summary"]
@@ -396,7 +733,7 @@ def _disagreements(result: RunResult, report: dict[str, Any]) -> list[str]:
         "inconclusive": result.count("inconclusive"),
     }
     problems = [
-        f"/summary/{key}: says {show(summary.get(key, 0))}, the probes say {show(value)}"
+        _at(["summary", key], f"says {show(summary.get(key, 0))}, the probes say {show(value)}")
         for key, value in found.items()
         if summary.get(key, 0) != value
     ]
@@ -404,17 +741,58 @@ def _disagreements(result: RunResult, report: dict[str, Any]) -> list[str]:
     for index, (scenario, rendered) in enumerate(pairs):
         if rendered["status"] != scenario.status:
             problems.append(
-                f"/scenarios/{index}/status: says {show(rendered['status'])}, its probes say "
-                f"{show(scenario.status)}"
+                _at(
+                    ["scenarios", index, "status"],
+                    f"says {show(rendered['status'])}, its probes say {show(scenario.status)}",
+                )
             )
-    return [_line(problem) for problem in problems]
+    return problems
+
+
+def _shard_problems(report: dict[str, Any]) -> list[_Problem]:
+    """A shard report holds exactly the scenarios it was assigned (`assigned`; without it, as
+    older reports are, at least scenarios of the run's selection), and K is at most N."""
+    shard = report["suite"].get("shard")
+    if shard is None:
+        return []
+    problems = []
+    if shard["index"] > shard["total"]:
+        message = f"shard {shard['index']} of {shard['total']}: K is at most N"
+        problems.append(_at(["suite", "shard", "index"], message))
+    held = {s["id"]: i for i, s in enumerate(report["scenarios"])}
+    assigned = shard.get("assigned")
+    if assigned is None:
+        allowed, what = set(shard["scenarios"]), "in the run's selection (/suite/shard/scenarios)"
+    else:
+        problems += _assignment_problems(assigned, set(shard["scenarios"]), held)
+        allowed, what = set(assigned), "assigned to this shard"
+    problems += [
+        _at(["scenarios", i, "id"], f"{show(scenario_id)} is not {what}")
+        for scenario_id, i in held.items()
+        if scenario_id not in allowed
+    ]
+    return problems
+
+
+def _assignment_problems(
+    assigned: list[str], selection: set[str], held: dict[str, int]
+) -> list[_Problem]:
+    problems = []
+    for i, scenario_id in enumerate(assigned):
+        if scenario_id not in selection:
+            message = f"{show(scenario_id)} is not in the run's selection (/suite/shard/scenarios)"
+            problems.append(_at(["suite", "shard", "assigned", i], message))
+        elif scenario_id not in held:
+            message = f"the shard was assigned {show(scenario_id)}, which is not in /scenarios"
+            problems.append(_at(["suite", "shard", "assigned", i], message))
+    return problems
 
 
 # --- building the result ---------------------------------------------------------------------
 
 
-def _build(report: dict[str, Any], source: str) -> SavedReport:
-    rules = _rules(report, source)
+def _build(report: dict[str, Any]) -> SavedReport:
+    rules = _rules(report)
     scenarios = tuple(_scenario(s, rules) for s in report["scenarios"])
     target = report["target"]
     suite = Suite(
@@ -440,31 +818,14 @@ def _build(report: dict[str, Any], source: str) -> SavedReport:
     return SavedReport(result, report["responsesIncluded"], report["tool"]["version"])
 
 
-def _rules(report: dict[str, Any], source: str) -> dict[str, Rule]:
-    """Every rule, in the suite's order (`rules` lists them so; a rule only a probe names comes
-    after), with the one severity the report gives it."""
-    severities: dict[str, tuple[Severity, str]] = {}
-    named = [(r["id"], r["severity"], f"/rules/{i}") for i, r in enumerate(report.get("rules", []))]
-    tested = [
-        (p["rule"], p["severity"], f"/scenarios/{i}/probes/{j}")
-        for i, scenario in enumerate(report["scenarios"])
-        for j, p in enumerate(scenario["probes"])
-    ]
-    problems = []
-    for rule_id, severity, pointer in named + tested:
-        first = severities.setdefault(rule_id, (severity, pointer))
-        if first[0] != severity:
-            problems.append(
-                _line(
-                    f"{pointer}: rule {show(rule_id)} is {show(severity)} here but "
-                    f"{show(first[0])} at {first[1]}"
-                )
-            )
-    if problems:
-        raise _refused(source, "a rule with two severities", problems)
+def _rules(report: dict[str, Any]) -> dict[str, Rule]:
+    """Every rule, in the suite's order, with the one severity the report gives it."""
+    severities: dict[str, Severity] = {}
+    for rule_id, severity, _ in _severities(report):
+        severities.setdefault(rule_id, severity)
     return {
         rule_id: Rule(rule_id, NOT_IN_REPORT, severity, NOWHERE)
-        for rule_id, (severity, _) in severities.items()
+        for rule_id, severity in severities.items()
     }
 
 
@@ -612,9 +973,11 @@ def _policy(rendered: dict[str, Any] | None) -> VerdictPolicy:
 def _shard(rendered: dict[str, Any] | None) -> ShardInfo | None:
     if rendered is None:
         return None
+    assigned = rendered.get("assigned")
     return ShardInfo(
         rendered["index"],
         rendered["total"],
         tuple(rendered["scenarios"]),
         tuple(rendered["rules"]),
+        None if assigned is None else tuple(assigned),
     )

@@ -42,6 +42,11 @@ def render_json(result: RunResult, *, include_responses: bool) -> bytes:
                         "total": result.shard.total,
                         "scenarios": list(result.shard.scenarios),
                         "rules": list(result.shard.rules),
+                        **(
+                            {"assigned": list(result.shard.assigned)}
+                            if result.shard.assigned is not None
+                            else {}
+                        ),
                     }
                 }
                 if result.shard

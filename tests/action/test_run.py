@@ -945,3 +945,26 @@ def test_a_baseline_gives_the_summary_a_comparison_and_the_regressions_output(
     missing = action.run({"config": base, "baseline": "no-such-report.json"})
     assert missing.outputs["regressions"] == ""
     assert "baseline not compared: cannot read report" in missing.stdout
+
+
+def test_a_hostile_baseline_is_read_as_strictly_as_any_saved_report(action: Action) -> None:
+    """The baseline comes from another job's artifact: a report RuleDrift could not have written
+    (here two scenarios named alike, which `compare` silently merged into one) is not compared,
+    the log says where it is wrong, and the run's own verdict stands."""
+    config = action.suite()
+    first = action.run({"config": config, "json": "base.json"})
+    assert first.code == 0, first.log
+    base = action.workspace / "base.json"
+    data = json.loads(base.read_text(encoding="utf-8"))
+    data["scenarios"].append(data["scenarios"][0])
+    data["summary"]["scenarios"] += 1
+    data["summary"]["probes"] += len(data["scenarios"][0]["probes"])
+    data["summary"]["passed"] += len(data["scenarios"][0]["probes"])
+    data["summary"]["modelCalls"] += data["scenarios"][0]["modelCalls"]
+    base.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    run = action.run({"config": config, "baseline": "base.json"})
+    assert run.code == 0, run.log
+    assert run.outputs["regressions"] == ""
+    assert "baseline not compared: cannot read report" in run.stdout
+    assert '/scenarios/1/id: "smalltalk" is used twice (first at /scenarios/0/id)' in run.stdout
+    assert "compared with base" not in run.summary

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ruledrift.data import ProbeRun, RunResult, VerdictPolicy
-from ruledrift.reports.comparison import render_comparison_markdown
+from ruledrift.reports.comparison import render_comparison_json, render_comparison_markdown
 from ruledrift.results.comparison import compare_runs
 from tests.support import AGENTS
 from tests.support import results as factories
@@ -110,3 +110,14 @@ def test_compare_through_the_cli(tmp_path: Path) -> None:
     assert gated.returncode == 1
     same = ruledrift("compare", base, base, "--fail-on-regression")
     assert same.returncode == 0
+
+
+def test_the_json_comparison_of_ids_with_a_lone_surrogate_is_utf8() -> None:
+    """Like every report, the comparison's JSON holds U+FFFD for a lone surrogate (an id from a
+    suite: its parser keeps none, but a result built otherwise may); it crashed (exit 4)."""
+    base = factories.run_result()
+    scenario = replace(base.scenarios[0].scenario, id="calm\ud800")
+    head = replace(base, scenarios=(replace(base.scenarios[0], scenario=scenario),))
+    rendered = render_comparison_json(compare_runs(head, head))
+    assert '"probe": "calm\ufffd/polite-reply"' in rendered.decode("utf-8")
+    assert "calm\ufffd/polite-reply" in render_comparison_markdown(compare_runs(head, head))

@@ -22,9 +22,11 @@ from ruledrift.data import (
     RunResult,
     RunStatus,
     ScenarioResult,
+    ShardInfo,
     VerdictPolicy,
 )
 from ruledrift.errors import ExitCode, UsageError
+from ruledrift.jsondoc.positions import pointer_of
 from ruledrift.reports.codequality import render_codequality
 from ruledrift.reports.job_summary import render_summary
 from ruledrift.reports.junit import render_junit
@@ -50,6 +52,7 @@ from tests.support.results import (
     NEVER_DISCLOSE,
     SECRET,
 )
+from tests.support.suites import position_of
 
 # --- results with repeats and with flags -------------------------------------------------------
 
@@ -302,9 +305,9 @@ def refusal(path: Path) -> str:
     return message
 
 
-def report_file(tmp_path: Path, data: Any) -> Path:
-    path = tmp_path / "report.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
+def report_file(tmp_path: Path, data: Any, name: str = "report.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
     return path
 
 
@@ -352,25 +355,30 @@ def test_a_file_is_read_no_further_than_the_cap(monkeypatch: pytest.MonkeyPatch)
     [
         (b"", "the file is empty"),
         (b" \n", "the file is empty"),
-        (b'{"reportVersion": 1, \xff}', "not UTF-8 (byte 0xff at offset 21)"),
-        (b"<html>not json</html>", "not JSON: Expecting value at line 1, column 1"),
-        (b'{"reportVersion": 1,\n "tool": }', "not JSON: Expecting value at line 2, column 10"),
+        (b'{"reportVersion": 1, \xff}', "not UTF-8 (at offset 21):\n  {}:1:22: /: byte 0xff is"),
+        (b'{\n\n  "a": "\xc3"}', ":3:9: /: byte 0xc3 is not UTF-8"),
+        (b"<html>not json</html>", "not JSON; expected a JSON report written by `ruledrift run"),
+        (b"<html>not json</html>", ":1:1: /: expected a JSON value, found '<'"),
+        (b'{"reportVersion": 1,\n "tool": }', "{}:2:10: /tool: expected a JSON value, found '}'"),
         (b"[1, 2]", "not a RuleDrift report: an array"),
         (b'"report"', "not a RuleDrift report: a string"),
         (b'{"version": 1, "rules": []}', "no reportVersion (this looks like a suite"),
-        (b'{"a": 1, "a": 2}', 'the key "a" appears twice in one object'),
-        (b'{"durationMs": NaN}', "NaN is not a JSON number"),
-        (b'{"durationMs": -Infinity}', "-Infinity is not a JSON number"),
-        (b'{"durationMs": 1e999}', "the number 1e999 is too large"),
-        (b'{"durationMs": ' + b"9" * 5000 + b"}", "not usable JSON: Exceeds the limit"),
-        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply to be a report"),
-        (b'{"m": ' + b"[" * 150 + b"]" * 150 + b"}", "nested deeper than 100 levels"),
+        (b'{"a": 1, "a": 2}', ':1:10: /a: the key "a" appears twice in one object (first at'),
+        (b'{"durationMs": NaN}', "{}:1:16: /durationMs: NaN is not a JSON number"),
+        (b'{"durationMs": -Infinity}', ":1:16: /durationMs: -Infinity is not a JSON number"),
+        (b'{"durationMs": 1e999}', ":1:16: /durationMs: the number 1e999 is out of range"),
+        (b'{"durationMs": 1e-999}', ":1:16: /durationMs: the number 1e-999 is too small"),
+        (b'{"durationMs": ' + b"9" * 5000 + b"}", "(5,000 characters) is out of range: integers"),
+        (b'{"durationMs": 9223372036854775808}', "is out of range: integers must fit in 64 bits"),
+        (b"[" * 100_000 + b"]" * 100_000, "nesting deeper than 100 levels; a report nests about"),
+        (b'{"m": ' + b"[" * 150 + b"]" * 150 + b"}", ":1:107: /m/0/0/0/0/0/0/0/0/0/0/0/0/"),
     ],
 )
 def test_a_file_that_is_not_a_report(tmp_path: Path, content: bytes, problem: str) -> None:
+    """Each problem at its line and column, as the suite loader words it."""
     path = tmp_path / "report.json"
     path.write_bytes(content)
-    assert problem in refusal(path)
+    assert problem.replace("{}", str(path)) in refusal(path)
 
 
 def test_a_byte_order_mark_is_tolerated(tmp_path: Path) -> None:
@@ -395,16 +403,19 @@ def test_schema_errors_name_the_pointer_the_probe_and_the_problem(tmp_path: Path
     del probe["durationMs"]
     probe["runs"][0]["seed"] = 1.5
     data["suite"]["configSha256"] += "\n"  # `$` would let it through in Python's regex
-    message = refusal(report_file(tmp_path, data))
+    path = report_file(tmp_path, data)
+    message = refusal(path)
     assert "not a valid RuleDrift report (version 1):\n" in message
+    row, column = position_of(path, '"maybe"')
+    assert f"\n  {path}:{row}:{column}: /scenarios/0/probes/1/status: expected one of" in message
     for line in (
-        '  /scenarios/0/probes/1 (scenario "repeats", probe "wobbly"): missing required field '
-        '"durationMs"',
-        '  /scenarios/0/probes/1/runs/0/seed (scenario "repeats", probe "wobbly"): expected an '
-        "integer (digits only, no fraction or exponent), got 1.5",
-        '  /scenarios/0/probes/1/status (scenario "repeats", probe "wobbly"): expected one of '
-        '"passed", "failed", "error", "inconclusive"; got "maybe"',
-        '  /suite/configSha256: expected 64 lowercase hex digits, got "44136fa355b3678a114',
+        ': /scenarios/0/probes/1: missing required field "durationMs" (scenario "repeats", '
+        'probe "wobbly")',
+        ": /scenarios/0/probes/1/runs/0/seed: expected an integer (digits only, no fraction or "
+        'exponent), got 1.5 (scenario "repeats", probe "wobbly")',
+        ': /scenarios/0/probes/1/status: expected one of "passed", "failed", "error", '
+        '"inconclusive"; got "maybe" (scenario "repeats", probe "wobbly")',
+        ': /suite/configSha256: expected 64 lowercase hex digits, got "44136fa355b3678a114',
     ):
         assert line in message, message
 
@@ -412,12 +423,17 @@ def test_schema_errors_name_the_pointer_the_probe_and_the_problem(tmp_path: Path
 def test_only_the_first_schema_errors_are_shown(tmp_path: Path) -> None:
     data = report_data()
     data["scenarios"] = [{"id": f"s{i}"} for i in range(50_000)]
-    message = refusal(report_file(tmp_path, data))
-    assert message.count("\n  /scenarios/") == json_load.SHOWN_PROBLEMS
+    path = report_file(tmp_path, data)
+    message = refusal(path)
+    assert message.count(": /scenarios/") == json_load.SHOWN_PROBLEMS
     assert message.endswith("\n  … and more")
     data["scenarios"] = data["scenarios"][:12]
     message = refusal(report_file(tmp_path, data))
-    assert '\n  /scenarios/1 (scenario "s1"): missing required field' in message
+    line, column = position_of(path, '{\n      "id": "s1"')
+    assert (
+        f"\n  {path}:{line}:{column}: /scenarios/1: missing required field "
+        '"status" (scenario "s1")' in message
+    )
     assert "/scenarios/10" not in message  # document order: 0, 1, 2, not 0, 1, 10
     assert message.endswith("\n  … and 43 more")
 
@@ -546,3 +562,197 @@ def test_scenario_results_keep_their_order_and_counts() -> None:
     pairs = zip(loaded.scenarios, original.scenarios, strict=True)
     assert all(isinstance(s, ScenarioResult) and s.model_calls == o.model_calls for s, o in pairs)
     assert loaded.scenarios[0].scenario.description == factories.DESCRIPTION
+
+
+# --- every number in range, no lone surrogate, ids once, shards as assigned --------------------
+
+
+def at(data: Any, *path: str | int) -> Any:
+    for part in path:
+        data = data[part]
+    return data
+
+
+def put(data: Any, path: tuple[str | int, ...], value: object) -> Any:
+    at(data, *path[:-1])[path[-1]] = value
+    return data
+
+
+def located(path: Path, needle: str, pointer: str, skip: int = 0) -> str:
+    """The start of a located problem line, `FILE:LINE:COLUMN: /pointer: `, for the value that
+    stands `skip` characters after `needle`."""
+    line, column = position_of(path, needle)
+    return f"\n  {path}:{line}:{column + skip}: {pointer}: "
+
+
+SHARD = ("suite", "shard")
+FIRST_PROBE = ("scenarios", 0, "probes", 0)
+FIRST_RUN = (*FIRST_PROBE, "runs", 0)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "problem"),
+    [
+        (("durationMs",), 10**400, "… (401 characters) is out of range: integers must fit"),
+        (("durationMs",), 10**19, "is out of range: integers must fit in 64 bits"),
+        (("durationMs",), 31_536_000_001, "expected a number of at most 31536000000"),
+        ((*FIRST_PROBE, "durationMs"), 10**18, "expected a number of at most 31536000000"),
+        (("summary", "modelCalls"), 2**53, "expected a number of at most 9007199254740991"),
+        ((*FIRST_PROBE, "response", "length"), 2**62, "at most 9007199254740991"),
+        ((*FIRST_PROBE, "afterTurn"), 10_001, "expected a number of at most 10000"),
+        ((*FIRST_RUN, "run"), 1000, "expected a number of at most 999"),
+        ((*FIRST_RUN, "prompt"), 100, "expected a number of at most 99"),
+        (("policy", "repeat"), 10**6, "policy/repeat: "),
+        (("policy", "minPassRate"), 0, "expected a number above 0, got 0"),
+        (("policy", "minPassRate"), 1.5, "expected a number of at most 1"),
+        (("drift", 0, "boundaries", 0, "passRate"), -0.5, "expected a number of at least 0"),
+    ],
+)
+def test_a_number_out_of_range_is_refused_where_it_stands(
+    tmp_path: Path, path: tuple[str | int, ...], value: int | float, problem: str
+) -> None:
+    """Every number a renderer, merge or compare uses is bounded by the schema (or, beyond 64
+    bits, by the parser): `durationMs: 10**400` crashed `ruledrift report` (exit 4)."""
+    data = put(report_data(), path, value)
+    report = report_file(tmp_path, data)
+    message = refusal(report)
+    key = f'"{path[-1]}": '
+    assert located(report, key + json.dumps(value), pointer_of(*path), len(key)) in message
+    assert problem in message, message
+
+
+def shard_data(
+    assigned: tuple[str, ...] | None, scenarios: tuple[str, ...] = ("calm", "smalltalk")
+) -> Any:
+    """Shard 1 of 2 of `factories.run_result()`, holding `scenarios` and assigned `assigned`."""
+    whole = factories.run_result()
+    held = tuple(s for s in whole.scenarios if s.scenario.id in scenarios)
+    every = tuple(s.scenario.id for s in whole.scenarios)
+    rules = tuple(r.id for r in whole.suite.rules)
+    shard = ShardInfo(1, 2, every, rules, assigned)
+    return report_data(replace(whole, scenarios=held, shard=shard))
+
+
+def test_a_huge_shard_count_is_refused_before_anything_is_sized_by_it(tmp_path: Path) -> None:
+    data = put(shard_data(("calm", "smalltalk")), (*SHARD, "total"), 10**12)
+    report = report_file(tmp_path, data)
+    message = refusal(report)
+    assert located(report, "1000000000000", "/suite/shard/total") in message
+    assert "expected a number of at most 1000" in message
+
+
+@pytest.mark.parametrize(
+    "path",
+    [("scenarios", 0, "id"), (*FIRST_PROBE, "id"), (*FIRST_PROBE, "rule"), ("suite", "config")],
+)
+def test_a_lone_surrogate_is_refused_where_it_stands(
+    tmp_path: Path, path: tuple[str | int, ...]
+) -> None:
+    """RuleDrift writes U+FFFD for a lone surrogate, so a report that holds one (as a JSON
+    escape: it is not UTF-8) was not written by it; `compare` crashed on one (exit 4)."""
+    data = report_data(factories.run_result())
+    value = at(data, *path) + "\ud800"
+    put(data, path, value)
+    report = report_file(tmp_path, data)
+    assert json.dumps(value).endswith('\\ud800"')  # the file holds the escape
+    message = refusal(report)
+    assert "not a RuleDrift report:\n" in message
+    assert (
+        located(report, json.dumps(value), pointer_of(*path))
+        + "holds a lone UTF-16 surrogate (\\ud800), which no RuleDrift report holds"
+        in message
+    ), message
+
+
+def test_a_lone_surrogate_in_a_key_is_refused(tmp_path: Path) -> None:
+    data = report_data(factories.run_result())
+    data["target"]["details"]["x\udfff"] = 1
+    message = refusal(report_file(tmp_path, data))
+    assert "/target/details/x\ufffd: the key holds a lone UTF-16 surrogate (\\udfff)" in message
+
+
+def test_a_surrogate_pair_is_a_character_not_a_problem(tmp_path: Path) -> None:
+    data = report_data(factories.run_result())
+    data["target"]["details"]["server"] = "🙂"
+    report = report_file(tmp_path, data)  # json.dumps escapes it as "\ud83d\ude42"
+    assert "\\ud83d\\ude42" in report.read_text(encoding="utf-8")
+    assert load_report(report).target.details["server"] == "🙂"
+
+
+@pytest.mark.parametrize(
+    ("path", "pointer", "first"),
+    [
+        (("scenarios", 1, "id"), "/scenarios/1/id", "/scenarios/0/id"),
+        (("scenarios", 1, "probes", 1, "id"), "/scenarios/1/probes/1/id", "/scenarios/1/probes/0"),
+        (("rules", 1, "id"), "/rules/1/id", "/rules/0/id"),
+    ],
+)
+def test_an_id_used_twice_is_refused(
+    tmp_path: Path, path: tuple[str | int, ...], pointer: str, first: str
+) -> None:
+    """Scenarios, rules and a scenario's probes are merged and compared by id: one id, one
+    thing. (A second scenario "calm" was silently dropped by `compare`.)"""
+    data = report_data(factories.run_result())
+    first_path = tuple(int(p) if p.isdigit() else p for p in first.split("/")[1:])
+    if first_path[-1] != "id":
+        first_path = (*first_path, "id")
+    put(data, path, at(data, *first_path))
+    message = refusal(report_file(tmp_path, data))
+    assert "an id used twice:\n" in message
+    assert f": {pointer}: " in message
+    assert f"is used twice (first at {first}" in message
+
+
+def test_a_shard_report_holds_exactly_the_scenarios_it_was_assigned(tmp_path: Path) -> None:
+    assert load_report(report_file(tmp_path, shard_data(("calm", "smalltalk")))).shard
+    dropped = shard_data(("calm", "smalltalk"), scenarios=("calm",))
+    report = report_file(tmp_path, dropped)
+    message = refusal(report)
+    assert "its shard does not match its scenarios (edited?):\n" in message
+    assert located(report, '"smalltalk"\n', "/suite/shard/assigned/1") in message
+    assert 'the shard was assigned "smalltalk", which is not in /scenarios' in message
+    extra = shard_data(("calm",), scenarios=("calm", "smalltalk"))
+    message = refusal(report_file(tmp_path, extra))
+    assert ': /scenarios/1/id: "smalltalk" is not assigned to this shard' in message
+
+
+def test_a_shard_report_without_its_assignment_names_only_selected_scenarios(
+    tmp_path: Path,
+) -> None:
+    """A shard report written before `assigned` was recorded still renders; merge refuses it."""
+    older = shard_data(None)
+    assert "assigned" not in older["suite"]["shard"]
+    assert load_report(report_file(tmp_path, older)).shard is not None
+    older["suite"]["shard"]["scenarios"].remove("smalltalk")
+    message = refusal(report_file(tmp_path, older))
+    assert ': /scenarios/1/id: "smalltalk" is not in the run\'s selection' in message
+
+
+def test_a_shard_beyond_the_count_is_refused(tmp_path: Path) -> None:
+    data = put(shard_data(("calm", "smalltalk")), (*SHARD, "index"), 3)
+    message = refusal(report_file(tmp_path, data))
+    assert ": /suite/shard/index: shard 3 of 2: K is at most N" in message
+
+
+def test_the_quick_check_and_the_worded_check_agree() -> None:
+    """The compiled schema (fastjsonschema) decides validity, jsonschema words the errors: over
+    every damaged value of a report, they must say the same (`2.0` is never an integer, a SHA-256
+    with a final newline is no SHA-256)."""
+    data = report_data(repeats_result(VerdictPolicy(repeat=2, min_pass_rate=0.5), {"a": "PF"}))
+    cases = [damaged(data, path, value) for path in pointers(data) for value in ODD_VALUES]
+    cases += [damaged(data, path, 2.0) for path in pointers(data)]
+    cases += [damaged(data, ("suite", "configSha256"), "a" * 64 + "\n")]
+    for damaged_data in cases:
+        case = json.loads(json.dumps(damaged_data), parse_float=json_load._float)  # as read
+        worded = not any(True for _ in json_load._validator().iter_errors(case))
+        assert json_load._valid_quickly(case) == worded, case
+
+
+def test_a_problem_under_keys_with_slashes_and_tildes_is_located(tmp_path: Path) -> None:
+    """The line and column are found by walking down the pointer's escaped tokens."""
+    data = report_data(factories.run_result())
+    data["scenarios"][2]["probes"][0]["metadata"] = {"a/b~c": {"x": ["ok", "late\ud800"]}}
+    report = report_file(tmp_path, data)
+    pointer = "/scenarios/2/probes/0/metadata/a~1b~0c/x/1"
+    message = refusal(report)
+    assert located(report, '"late\\ud800"', pointer) + "holds a lone UTF-16" in message, message

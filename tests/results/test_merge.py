@@ -5,7 +5,10 @@ refused with exit 2."""
 from __future__ import annotations
 
 import json
+import resource
+import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,7 @@ import pytest
 
 from tests.support import AGENTS
 from tests.support.cli_process import ruledrift
-from tests.support.suites import base_suite, write_suite
+from tests.support.suites import base_suite, position_of, write_suite
 
 pytestmark = pytest.mark.process
 
@@ -79,8 +82,11 @@ def test_reports_that_do_not_belong_together_are_refused(tmp_path: Path) -> None
     ruledrift("run", other, "--shard", "2/2", "--json", foreign)
     whole = tmp_path / "whole.json"
     ruledrift("run", path, "--json", whole)
+    counted = tmp_path / "three.json"
+    counted.write_text(one.read_text(encoding="utf-8").replace('"total": 2', '"total": 3'))
     cases = [
         ((one, foreign), "are reports of different suites (configSha256)"),
+        ((counted, two), "are reports of different shard counts"),
         ((one, one), "are both shard 1"),
         ((one,), "shard(s) 2/2 missing (--allow-partial merges what is there)"),
         ((one, whole), "is not a shard"),
@@ -95,3 +101,125 @@ def test_reports_that_do_not_belong_together_are_refused(tmp_path: Path) -> None
     refused = ruledrift("merge", one, two, "--json", one)
     assert refused.returncode == 2
     assert "would overwrite a report being merged" in refused.stderr
+
+
+# --- shards that do not hold the suite's scenarios exactly ----------------------------------------
+
+
+def edit(path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    """`path` rewritten with `change` applied and its summary made to agree with its probes
+    again (as someone editing an artifact would, to get past the summary check)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    probes = [p for s in data["scenarios"] for p in s["probes"]]
+    statuses = [p["status"] for p in probes]
+    data["summary"] |= {
+        "scenarios": len(data["scenarios"]),
+        "probes": len(probes),
+        "passed": statuses.count("passed"),
+        "failed": statuses.count("failed"),
+        "errors": statuses.count("error"),
+        "modelCalls": sum(s["modelCalls"] for s in data["scenarios"]),
+    }
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return path
+
+
+def limited_merge(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """`ruledrift merge` with at most 1 GiB of address space: a merge sized by a number a report
+    claims dies of MemoryError (exit 4) instead of taking the machine's memory."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+
+    return subprocess.run(
+        [sys.executable, "-m", "ruledrift", "merge", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=limit,
+    )
+
+
+@pytest.fixture
+def two_shards(tmp_path: Path) -> list[Path]:
+    return sharded(tmp_path, suite(tmp_path), 2)
+
+
+def assert_refused(done: subprocess.CompletedProcess[str], message: str) -> None:
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert message in done.stderr, done.stderr
+
+
+def test_a_claimed_shard_count_sizes_nothing(tmp_path: Path, two_shards: list[Path]) -> None:
+    """`shard.total: 10**12` in both shards made merge list a trillion missing shards (16 GB)."""
+    for path in two_shards:
+        edit(path, lambda data: data["suite"]["shard"].update(total=10**12))
+    done = limited_merge(*two_shards)
+    line, column = position_of(two_shards[0], '"total": 1000000000000')
+    where = f"{two_shards[0]}:{line}:{column + 9}: /suite/shard/total: "
+    assert_refused(done, where + "expected a number of at most 1000, got 1000000000000")
+
+
+def drop_last_scenario(data: dict[str, Any]) -> None:
+    data["scenarios"].pop()
+
+
+def test_a_shard_that_dropped_a_scenario_is_refused(two_shards: list[Path]) -> None:
+    dropped = json.loads(two_shards[0].read_text(encoding="utf-8"))["scenarios"][-1]["id"]
+    one = edit(two_shards[0], drop_last_scenario)
+    done = ruledrift("merge", *two_shards)
+    assert_refused(done, f"the shard was assigned {json.dumps(dropped)}, which is not in")
+    assert f"\n  {one}:" in done.stderr  # located in the shard's file
+
+
+def test_a_shard_with_an_extra_scenario_is_refused(two_shards: list[Path]) -> None:
+    def add_one(data: dict[str, Any]) -> None:
+        extra = json.loads(json.dumps(data["scenarios"][0]))
+        data["scenarios"].append({**extra, "id": "s9"})
+
+    one = edit(two_shards[0], add_one)
+    done = ruledrift("merge", *two_shards)
+    assert_refused(done, '"s9" is not assigned to this shard')
+    assert f"\n  {one}:" in done.stderr
+
+
+def test_shards_that_together_miss_a_scenario_are_refused(two_shards: list[Path]) -> None:
+    """Edited consistently (the scenario and its assignment both gone), each shard reads; the
+    merge finds the selection's scenario that no shard holds."""
+
+    def forget_last(data: dict[str, Any]) -> None:
+        drop_last_scenario(data)
+        data["suite"]["shard"]["assigned"].pop()
+
+    edit(two_shards[0], forget_last)
+    done = ruledrift("merge", *two_shards)
+    assert_refused(done, "of the run's selection are in no shard: the 2 shards together do not")
+
+
+def test_shards_that_both_hold_a_scenario_are_refused(two_shards: list[Path]) -> None:
+    other = json.loads(two_shards[1].read_text(encoding="utf-8"))
+
+    def take_one(data: dict[str, Any]) -> None:
+        data["scenarios"].append(other["scenarios"][0])
+        data["suite"]["shard"]["assigned"].append(other["scenarios"][0]["id"])
+        data["suite"]["shard"]["assigned"].sort()
+
+    edit(two_shards[0], take_one)
+    done = ruledrift("merge", *two_shards)
+    held = other["scenarios"][0]["id"]
+    assert_refused(done, f"{two_shards[1]} and {two_shards[0]} both hold scenario {held!r}")
+
+
+def test_shards_of_a_ruledrift_that_did_not_record_their_scenarios_are_refused(
+    two_shards: list[Path],
+) -> None:
+    """Older shard reports (no `suite.shard.assigned`) still render; merge asks for a rerun."""
+    for path in two_shards:
+        edit(path, lambda data: data["suite"]["shard"].pop("assigned"))
+    assert ruledrift("report", two_shards[0]).returncode == 0
+    done = ruledrift("merge", *two_shards)
+    assert_refused(done, "does not record which scenarios its shard was assigned")
+    assert "run the shards again with this RuleDrift" in done.stderr

@@ -95,13 +95,15 @@ def test_the_shards_of_a_run_cover_the_suite_once_and_say_so(tmp_path: Path) -> 
         done = ruledrift("run", suite, "--shard", f"{k}/4", "--json", report)
         assert done.returncode == 0, done.stderr
         document = json.loads(report.read_text())
+        held = [s["id"] for s in document["scenarios"]]
         assert document["suite"]["shard"] == {
             "index": k,
             "total": 4,
             "scenarios": ["s0", "s1", "s2"],
             "rules": ["never-disclose-secret", "english-only"],
+            "assigned": held,
         }
-        ran += [s["id"] for s in document["scenarios"]]
+        ran += held
         assert f"shard {k}/4:" in done.stderr
     assert sorted(ran) == ["s0", "s1", "s2"]  # shard 4 is empty, and still a valid run
 
