@@ -156,9 +156,9 @@ def _prompts_by_answer(scenario: ScenarioResult) -> dict[str, set[str]]:
     """Each answer of the scenario (probes and background turns) and the messages it answered.
     Built once per scenario (renderers ask for every probe of it), so flagging every probe
     of a scenario is linear in its size."""
-    for known, index in _index:
+    for known, built in _index:
         if known is scenario:
-            return index
+            return built
     index: dict[str, set[str]] = {}
     for other in scenario.probes:
         if other.response is not None:
