@@ -42,9 +42,21 @@ def render_json(result: RunResult, *, include_responses: bool) -> bytes:
                         "total": result.shard.total,
                         "scenarios": list(result.shard.scenarios),
                         "rules": list(result.shard.rules),
+                        "source": result.shard.source,
                     }
                 }
                 if result.shard
+                else {}
+            ),
+            **(
+                {
+                    "balancedBy": {
+                        "report": balance.report,
+                        "configSha256": balance.config_sha256,
+                        "startedAt": balance.started_at,
+                    }
+                }
+                if (balance := result.balanced_by)
                 else {}
             ),
         },
