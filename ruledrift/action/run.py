@@ -143,6 +143,7 @@ def run_request(settings: Settings, managed: bool) -> tuple[app.RunRequest, cons
             request.policy, repeat=settings.repeat, min_pass_rate=settings.min_pass_rate
         ),
         shard=settings.shard,
+        shard_balance=Path(settings.shard_balance) if settings.shard_balance else None,
     )
     return request, display
 
@@ -190,7 +191,7 @@ def run_action(environ: Mapping[str, str], cwd: Path) -> int:
     workspace = Path(environ.get("GITHUB_WORKSPACE") or cwd)
     outputs_file = environ.get("GITHUB_OUTPUT", "")
     try:
-        settings = parse_inputs(read_inputs(environ), cwd)
+        settings = parse_inputs(read_inputs(environ), cwd, environ)
     except InputError as error:
         report_problems(error.problems, environ.get("GITHUB_STEP_SUMMARY", ""))
         write_outputs(outputs_file, outputs_for(int(ExitCode.USAGE), None))
