@@ -212,8 +212,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--shard",
         metavar="K/N|auto",
-        help="run only shard K of N of the selected scenarios (balanced by model calls); auto: "
-        "GitLab's CI_NODE_INDEX/CI_NODE_TOTAL",
+        help="run only shard K of N (K from 1) of the selected scenarios, balanced by model "
+        "calls; auto: from the environment (RULEDRIFT_SHARD_INDEX/_TOTAL, Kubernetes Indexed "
+        "Jobs, SLURM arrays, Buildkite, GitLab; see docs/scaling.md)",
+    )
+    run.add_argument(
+        "--shard-balance",
+        metavar="REPORT",
+        help="with --shard: cut the shards by the scenario times in REPORT (an earlier JSON "
+        "report of the suite, such as main's last run) instead of by model calls",
     )
     run.add_argument(
         "--max-calls",
@@ -309,6 +316,7 @@ def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
         target=target_overrides(args),
         policy=policy,
         shard=parse_shard(args.shard, os.environ) if args.shard else None,
+        shard_balance=Path(args.shard_balance) if args.shard_balance else None,
         max_calls=args.max_calls,
     )
     return request, Display(quiet=args.quiet, no_color=args.no_color, github=args.github)

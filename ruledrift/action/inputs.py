@@ -38,6 +38,7 @@ INPUTS: dict[str, str] = {
     "repeat": "1",
     "min-pass-rate": "",
     "shard": "",
+    "shard-balance": "",
     "baseline": "",
     "args": "",
 }
@@ -56,6 +57,7 @@ OWN_OPTIONS: dict[str, str] = {
     "--repeat": "repeat",
     "--min-pass-rate": "min-pass-rate",
     "--shard": "shard",
+    "--shard-balance": "shard-balance",
 }
 BOOLEANS = {
     "true": True,
@@ -109,6 +111,7 @@ class Settings:
     repeat: int | Literal["auto"]
     min_pass_rate: float | None
     shard: Shard | None
+    shard_balance: str
     baseline: str
     args: tuple[str, ...]
 
@@ -312,12 +315,29 @@ def _baseline_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem
         yield Problem("baseline", problem)
 
 
-def _shard_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
+def _shard_problems(
+    inputs: Mapping[str, str], cwd: Path, environ: Mapping[str, str]
+) -> Iterator[Problem]:
+    """`shard`: K/N, or auto (read from the step's environment, as `--shard auto` reads it);
+    `shard-balance`: a report inside the workspace, only with a shard."""
     if inputs["shard"]:
         try:
-            parse_shard(inputs["shard"], {})
+            parse_shard(inputs["shard"], environ)
         except UsageError as error:
-            yield Problem("shard", f'input "shard": {str(error).removeprefix("--shard: ")}')
+            message = str(error).removeprefix("--shard: ").replace("--shard auto: ", "auto: ")
+            yield Problem("shard", f'input "shard": {message}')
+    balance = inputs["shard-balance"]
+    if not balance:
+        return
+    if not inputs["shard"]:
+        yield Problem(
+            "shard-balance",
+            'input "shard-balance" goes with "shard" (K/N or auto): it says how to cut the shards',
+        )
+    elif has_control(balance):
+        yield _on_one_line("shard-balance", balance, "the path")
+    elif problem := _path_problem("shard-balance", balance, cwd):
+        yield Problem("shard-balance", problem)
 
 
 def _rate(text: str) -> float | None:
@@ -435,7 +455,6 @@ CHECKS = (
     _server_problems,
     _number_problems,
     _repeat_problems,
-    _shard_problems,
     _baseline_problems,
     _model_problems,
     _boolean_problems,
@@ -445,9 +464,14 @@ CHECKS = (
 )
 
 
-def parse_inputs(inputs: Mapping[str, str], cwd: Path) -> Settings:
-    """The checked inputs; raises InputError listing every wrong one."""
+def parse_inputs(
+    inputs: Mapping[str, str], cwd: Path, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """The checked inputs; raises InputError listing every wrong one. `environ`: the step's
+    environment, where `shard: auto` reads its shard."""
+    environ = environ or {}
     problems = [problem for check in CHECKS for problem in check(inputs, cwd)]
+    problems += _shard_problems(inputs, cwd, environ)
     if problems:
         raise InputError(problems)
     start = inputs["start-ollama"].lower()
@@ -465,7 +489,8 @@ def parse_inputs(inputs: Mapping[str, str], cwd: Path) -> Settings:
         concurrency=int(inputs["concurrency"]),
         repeat="auto" if inputs["repeat"] == "auto" else int(inputs["repeat"]),
         min_pass_rate=_rate(inputs["min-pass-rate"]) if inputs["min-pass-rate"] else None,
-        shard=parse_shard(inputs["shard"], {}) if inputs["shard"] else None,
+        shard=parse_shard(inputs["shard"], environ) if inputs["shard"] else None,
+        shard_balance=inputs["shard-balance"],
         baseline=inputs["baseline"],
         args=tuple(shlex.split(inputs["args"])),
     )

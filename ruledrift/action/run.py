@@ -154,6 +154,7 @@ def run_request(settings: Settings, managed: bool) -> tuple[app.RunRequest, cons
             request.policy, repeat=settings.repeat, min_pass_rate=settings.min_pass_rate
         ),
         shard=settings.shard,
+        shard_balance=Path(settings.shard_balance) if settings.shard_balance else None,
     )
     return request, display
 
@@ -203,7 +204,7 @@ def run_action(environ: Mapping[str, str], cwd: Path) -> int:
     if unknown := unknown_inputs(environ):
         warn_unknown_inputs(unknown)
     try:
-        settings = parse_inputs(read_inputs(environ), cwd)
+        settings = parse_inputs(read_inputs(environ), cwd, environ)
     except InputError as error:
         report_problems(error.problems, environ.get("GITHUB_STEP_SUMMARY", ""))
         write_outputs(outputs_file, outputs_for(int(ExitCode.USAGE), None))

@@ -31,6 +31,7 @@ from ruledrift.boundary.http import url_problem
 from ruledrift.checks.regex_workers import RegexEvaluator
 from ruledrift.data import (
     AdapterConfig,
+    Balance,
     LanguageAssertion,
     MatchesAssertion,
     RunResult,
@@ -47,8 +48,9 @@ from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_model
 from ruledrift.reports.codequality import render_codequality
 from ruledrift.reports.html import render_html
 from ruledrift.reports.junit import render_junit
+from ruledrift.results.json_load import read_report
 from ruledrift.results.json_report import render_json
-from ruledrift.results.shards import Shard, shard_of
+from ruledrift.results.shards import SOURCE_VARIABLES, Shard, expected_times, shard_of
 from ruledrift.run.runner import Events, not_run, run_suite
 from ruledrift.suite.load import load_suite
 
@@ -135,6 +137,7 @@ class RunRequest:
     target: TargetOverrides = field(default_factory=TargetOverrides)
     policy: VerdictPolicy = field(default_factory=VerdictPolicy)  # --repeat and its verdicts
     shard: Shard | None = None  # --shard K/N: only this shard's scenarios
+    shard_balance: Path | None = None  # --shard-balance: cut shards by this report's times
     max_calls: int | None = None  # --max-calls: no call is started once this many were made
 
     def reports(self) -> dict[str, Path]:
@@ -155,6 +158,8 @@ class RunRequest:
             argv += ["--scenario", scenario]
         if self.shard is not None:
             argv += ["--shard", str(self.shard)]
+        if self.shard_balance is not None:
+            argv += ["--shard-balance", path_argument(self.shard_balance)]
         if self.max_calls is not None:
             argv += ["--max-calls", str(self.max_calls)]
         return argv + self.target.argv() + policy_argv(self.policy)
@@ -332,13 +337,11 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
     scenarios = select_scenarios(suite, request.scenarios)
     policy = request.policy
     selected_scenarios = scenarios
+    balance = None
     if request.shard is not None:
-        runs_each = policy.repeat if isinstance(policy.repeat, int) else 1
-        selected = len(scenarios)
-        scenarios = shard_of(scenarios, request.shard, runs_each)
-        observer.warning(
-            f"shard {request.shard}: {len(scenarios)} of the {selected} selected scenario(s)"
-        )
+        scenarios, balance = _cut_shard(request, request.shard, scenarios, observer)
+    elif request.shard_balance is not None:
+        raise UsageError("--shard-balance goes with --shard K/N or --shard auto")
     config = target_config(suite.adapter, request.target)
     reports = request.reports()
     check_reports(reports, suite.path)
@@ -370,11 +373,45 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
             scenarios=tuple(s.id for s in selected_scenarios),
             rules=tuple(r.id for r in suite.rules),
             assigned=tuple(s.id for s in scenarios),
+            source=request.shard.source,
         )
-        result = dataclasses.replace(result, shard=shard)
+        result = dataclasses.replace(result, shard=shard, balanced_by=balance)
     written, failed = write_reports(result, reports, request.include_responses)
     code = exit_code(result, reports_failed=bool(failed))
     return RunOutcome(request, result, code, written, failed)
+
+
+def _cut_shard(
+    request: RunRequest, shard: Shard, selected: tuple[Scenario, ...], observer: RunObserver
+) -> tuple[tuple[Scenario, ...], Balance | None]:
+    """This shard's scenarios, cut by model calls or by the times in `request.shard_balance`
+    (a saved report read as `ruledrift report` reads one), and the report that cut them."""
+    policy = request.policy
+    runs = policy.repeat if isinstance(policy.repeat, int) else None  # auto: as in the report
+    weights, balance, how = None, None, "by model calls"
+    if request.shard_balance is not None:
+        source = shown(request.shard_balance)
+        try:
+            previous = read_report(request.shard_balance).result
+        except UsageError as error:
+            raise UsageError(f"--shard-balance: {error}") from None
+        expected = expected_times(selected, previous, runs, source)
+        weights = expected.times
+        balance = Balance(str(request.shard_balance), previous.suite.sha256, previous.started_at)
+        unknown = len(selected) - expected.known
+        how = f"by the times in {source}" + (
+            f" ({unknown} of the {len(selected)} scenario(s) not in it count the median of "
+            f"the others, {expected.median / 1000:.2f} s)"
+            if unknown
+            else ""
+        )
+    scenarios = shard_of(selected, shard, runs or 1, weights)
+    origin = "" if shard.source == "flag" else f"; K/N from {SOURCE_VARIABLES[shard.source]}"
+    observer.warning(
+        f"shard {shard}: {len(scenarios)} of the {len(selected)} selected scenario(s), "
+        f"balanced {how}{origin}"
+    )
+    return scenarios, balance
 
 
 def write_reports(

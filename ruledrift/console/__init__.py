@@ -235,6 +235,11 @@ def merge(request: saved.MergeRequest, display: Display, environ: Mapping[str, s
         total = len(request.reports) + len(outcome.missing_shards)
         missing = ", ".join(f"{k}/{total}" for k in outcome.missing_shards)
         sys.stderr.write(f"ruledrift: warning: partial merge: shard(s) {missing} not given\n")
+    if balance := outcome.result.balanced_by:
+        sys.stderr.write(
+            f"ruledrift: the shards were cut by the times in {terminal_safe(balance.report)} "
+            f"(the run started at {terminal_safe(balance.started_at)})\n"
+        )
     return show_saved(outcome, display, environ)
 
 

@@ -12,6 +12,8 @@ Status = Literal["passed", "failed", "error", "inconclusive"]
 RunStatus = Literal["passed", "failed", "error"]  # one run of a probe is never inconclusive
 TextAssertionType = Literal["contains", "notContains", "equals"]
 RegexAssertionType = Literal["matches", "notMatches"]
+# where a shard's K/N came from: the flag, or `--shard auto` and the variables of one system
+ShardSource = Literal["flag", "ruledrift", "kubernetes", "slurm", "buildkite", "gitlab"]
 
 
 # --- the suite -------------------------------------------------------------------------------
@@ -288,6 +290,17 @@ class ShardInfo:
     scenarios: tuple[str, ...]  # every selected scenario's id, in config order
     rules: tuple[str, ...]  # every rule's id, in config order
     assigned: tuple[str, ...] | None = None  # this shard's; None: an older report's
+    source: ShardSource = "flag"  # `--shard K/N`, or the system `--shard auto` read
+
+
+@dataclass(frozen=True)
+class Balance:
+    """The saved report whose scenario times cut the shards (`--shard-balance`): its path as
+    given, and what identifies its run (every shard must be cut by the same one)."""
+
+    report: str
+    config_sha256: str  # the suite that report ran
+    started_at: str  # when its run started
 
 
 @dataclass(frozen=True)
@@ -300,6 +313,7 @@ class RunResult:
     interrupted: bool = False
     policy: VerdictPolicy = field(default_factory=VerdictPolicy)
     shard: ShardInfo | None = None  # `--shard K/N`: this run holds shard K of N
+    balanced_by: Balance | None = None  # shards cut by times (a shard, or their merge)
 
     @property
     def probes(self) -> list[ProbeResult]:

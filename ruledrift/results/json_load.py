@@ -61,6 +61,7 @@ from jsonschema.protocols import Validator
 from ruledrift.checks.jsregex import js_test
 from ruledrift.data import (
     AssertionResult,
+    Balance,
     Location,
     Message,
     Probe,
@@ -814,6 +815,7 @@ def _build(report: dict[str, Any]) -> SavedReport:
         interrupted=report["summary"]["interrupted"],
         policy=_policy(report.get("policy")),
         shard=_shard(report["suite"].get("shard")),
+        balanced_by=_balance(report["suite"].get("balancedBy")),
     )
     return SavedReport(result, report["responsesIncluded"], report["tool"]["version"])
 
@@ -980,4 +982,11 @@ def _shard(rendered: dict[str, Any] | None) -> ShardInfo | None:
         tuple(rendered["scenarios"]),
         tuple(rendered["rules"]),
         None if assigned is None else tuple(assigned),
+        rendered.get("source", "flag"),
     )
+
+
+def _balance(rendered: dict[str, Any] | None) -> Balance | None:
+    if rendered is None:
+        return None
+    return Balance(rendered["report"], rendered["configSha256"], rendered["startedAt"])

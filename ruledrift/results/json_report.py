@@ -47,9 +47,21 @@ def render_json(result: RunResult, *, include_responses: bool) -> bytes:
                             if result.shard.assigned is not None
                             else {}
                         ),
+                        "source": result.shard.source,
                     }
                 }
                 if result.shard
+                else {}
+            ),
+            **(
+                {
+                    "balancedBy": {
+                        "report": balance.report,
+                        "configSha256": balance.config_sha256,
+                        "startedAt": balance.started_at,
+                    }
+                }
+                if (balance := result.balanced_by)
                 else {}
             ),
         },

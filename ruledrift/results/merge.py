@@ -107,6 +107,7 @@ def _same(first_name: str, first: RunResult, name: str, result: RunResult) -> No
         ("repeat settings", first.policy, result.policy),
         ("shard counts", _total(first), _total(result)),
         ("selections of scenarios", _order(first), _order(result)),
+        ("shard balancing (--shard-balance)", _balance(first), _balance(result)),
     )
     for what, mine, theirs in checks:
         if mine != theirs:
@@ -123,6 +124,12 @@ def _total(result: RunResult) -> int | None:
 
 def _order(result: RunResult) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     return (result.shard.scenarios, result.shard.rules) if result.shard else None
+
+
+def _balance(result: RunResult) -> tuple[str, str] | None:
+    """The report that cut the shards, by its run (its path may differ from job to job)."""
+    balance = result.balanced_by
+    return (balance.config_sha256, balance.started_at) if balance else None
 
 
 def _combined(results: Sequence[RunResult]) -> RunResult:

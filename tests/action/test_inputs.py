@@ -370,6 +370,36 @@ def test_the_shard_input(workspace: Path) -> None:
     )
 
 
+def test_shard_auto_reads_the_steps_environment(workspace: Path) -> None:
+    inputs = {**INPUTS, "config": "suite.json", "shard": "auto"}
+    matrix = {"RULEDRIFT_SHARD_INDEX": "1", "RULEDRIFT_SHARD_TOTAL": "3"}  # strategy.job-index
+    assert parse_inputs(inputs, workspace, matrix).shard == Shard(2, 3, "ruledrift")
+    problem = only_problem(workspace, shard="auto")
+    assert problem.input == "shard"
+    assert problem.message.startswith('input "shard": auto: no shard in the environment (it reads')
+    with pytest.raises(InputError) as caught:
+        parse_inputs(inputs, workspace, {"RULEDRIFT_SHARD_INDEX": "1"})
+    assert [p.message for p in caught.value.problems] == [
+        'input "shard": auto: RULEDRIFT_SHARD_INDEX is set (the generic pair) but '
+        "RULEDRIFT_SHARD_TOTAL is not"
+    ]
+
+
+def test_the_shard_balance_input(workspace: Path, outside: Path) -> None:
+    settings = parse(workspace, shard="1/2", **{"shard-balance": "main/ruledrift-report.json"})
+    assert settings.shard_balance == "main/ruledrift-report.json"
+    alone = only_problem(workspace, **{"shard-balance": "main.json"})
+    assert (alone.input, alone.message) == (
+        "shard-balance",
+        'input "shard-balance" goes with "shard" (K/N or auto): it says how to cut the shards',
+    )
+    away = only_problem(workspace, shard="1/2", **{"shard-balance": str(outside / "r.json")})
+    assert away.input == "shard-balance"
+    assert "leads outside the workspace" in away.message
+    broken = only_problem(workspace, shard="1/2", **{"shard-balance": "a\nb.json"})
+    assert "contains a line break or a control character" in broken.message
+
+
 def test_the_baseline_input_must_lead_inside_the_workspace(workspace: Path, outside: Path) -> None:
     assert parse(workspace, baseline="base/ruledrift-report.json").baseline == (
         "base/ruledrift-report.json"

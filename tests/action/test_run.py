@@ -24,6 +24,7 @@ from ruledrift.action import files as action_files
 from ruledrift.action import inputs as action_inputs
 from ruledrift.action import outputs as action_outputs
 from ruledrift.action import run as entrypoint
+from ruledrift.results.shards import Shard
 from tests.support import AGENTS
 from tests.support.ollama_fake import OLLAMA_BIN, FakeOllama, free_port
 from tests.support.suites import base_suite, write_suite
@@ -686,6 +687,7 @@ def settings(**changes: Any) -> action_inputs.Settings:
         "repeat": 1,
         "min_pass_rate": None,
         "shard": None,
+        "shard_balance": "",
         "baseline": "",
         "args": (),
     }
@@ -736,6 +738,8 @@ def test_run_arguments() -> None:
     assert external[-2:] == ["--base-url", "http://ollama:11434"]
     assert "--models-dir" not in external
     assert run_arguments(settings(config="-odd.json"), False)[1] == "./-odd.json"
+    sharded = run_arguments(settings(shard=Shard(2, 4), shard_balance="main.json"), False)
+    assert sharded[6:10] == ["--shard", "2/4", "--shard-balance", "main.json"]
 
 
 @pytest.mark.parametrize(
@@ -746,6 +750,8 @@ def test_run_arguments() -> None:
         ("--jso", "json"),
         ("--start", "start-ollama"),
         ("--models-dir", "models-dir"),
+        ("--shard", "shard"),
+        ("--shard-balance=main.json", "shard-balance"),
         ("--scenario", None),
         ("--quiet", None),
         ("--github", None),

@@ -16,6 +16,7 @@ import pytest
 import ruledrift
 from ruledrift.data import (
     AssertionResult,
+    Balance,
     Probe,
     ProbeResult,
     ProbeRun,
@@ -162,6 +163,16 @@ def flags(result: RunResult) -> dict[str, tuple[str, ...]]:
     }
 
 
+def balanced_shard() -> RunResult:
+    """Shard 2 of 4 from a SLURM array, cut by the times of an earlier report."""
+    base = factories.run_result()
+    ids = tuple(s.scenario.id for s in base.scenarios)
+    rules = tuple(r.id for r in base.suite.rules)
+    shard = ShardInfo(2, 4, (*ids, "elsewhere"), rules, assigned=ids, source="slurm")
+    balance = Balance("main/ruledrift-report.json", "e" * 64, "2026-11-30T09:00:00.000Z")
+    return replace(base, shard=shard, balanced_by=balance)
+
+
 RESULTS: dict[str, Callable[[], RunResult]] = {
     "run": factories.run_result,
     "unicode": factories.unicode_result,
@@ -172,6 +183,7 @@ RESULTS: dict[str, Callable[[], RunResult]] = {
     "auto": auto,
     "auto-inconclusive-passes": lambda: auto(inconclusive_passes=True),
     "flags": lambda: flagged_result(with_background_echo=False),
+    "balanced-shard": balanced_shard,
 }
 
 
@@ -272,6 +284,20 @@ def test_what_the_report_does_not_hold_gets_placeholders(tmp_path: Path) -> None
     assert wobbly.runs[0].response.metadata == {}
     assert wobbly.decided_by == original.scenarios[0].probes[1].decided_by
     assert load_report(path) == loaded
+
+
+def test_the_shard_and_what_cut_it_come_back() -> None:
+    loaded = reload(balanced_shard(), include_responses=False)
+    assert loaded.shard == balanced_shard().shard
+    assert loaded.balanced_by == balanced_shard().balanced_by
+
+
+def test_a_shard_written_before_its_source_was_recorded_came_from_the_flag() -> None:
+    document = json.loads(render_json(balanced_shard(), include_responses=False))
+    del document["suite"]["shard"]["source"]
+    saved = json_load.report_from_json(document, source="old.json")
+    assert saved.result.shard is not None
+    assert saved.result.shard.source == "flag"
 
 
 def test_the_verdict_and_policy_come_back() -> None:

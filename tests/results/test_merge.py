@@ -36,11 +36,12 @@ def suite(tmp_path: Path, *agent_args: str, scenarios: int = 5) -> Path:
 
 def comparable(path: Path) -> dict[str, Any]:
     """A JSON report without what differs between runs (times) or between a merge and an
-    unsharded run by design (the shard)."""
+    unsharded run by design (the shard, and the report whose times cut the shards)."""
     report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     report.pop("startedAt")
     report.pop("durationMs")
     report["suite"].pop("shard", None)
+    report["suite"].pop("balancedBy", None)
     for scenario in report["scenarios"]:
         scenario.pop("durationMs")
         for probe in scenario["probes"]:
@@ -223,3 +224,28 @@ def test_shards_of_a_ruledrift_that_did_not_record_their_scenarios_are_refused(
     done = ruledrift("merge", *two_shards)
     assert_refused(done, "does not record which scenarios its shard was assigned")
     assert "run the shards again with this RuleDrift" in done.stderr
+
+
+def test_shards_cut_by_times_merge_into_an_unsharded_run_and_say_by_what(tmp_path: Path) -> None:
+    path = suite(tmp_path, "--leak-probability", "0.3", scenarios=7)
+    whole = tmp_path / "whole.json"
+    alone = ruledrift("run", path, "--json", whole, "--repeat", "2")
+    main = tmp_path / "main.json"  # main's last run, without repeats
+    assert ruledrift("run", path, "--json", main).returncode in (0, 1)
+    shards = sharded(tmp_path, path, 3, "--repeat", "2", "--shard-balance", str(main))
+    merged = tmp_path / "merged.json"
+    done = ruledrift("merge", *shards, "--json", merged)
+    assert done.returncode == alone.returncode, done.stderr
+    assert comparable(merged) == comparable(whole)
+    base = json.loads(main.read_text(encoding="utf-8"))
+    assert json.loads(merged.read_text(encoding="utf-8"))["suite"]["balancedBy"] == {
+        "report": str(main),
+        "configSha256": base["suite"]["configSha256"],
+        "startedAt": base["startedAt"],
+    }
+    assert f"the shards were cut by the times in {main} (the run started at " in done.stderr
+    by_calls = tmp_path / "by-calls.json"
+    ruledrift("run", path, "--shard", "3/3", "--repeat", "2", "--json", by_calls)
+    refused = ruledrift("merge", shards[0], shards[1], by_calls)
+    assert refused.returncode == 2
+    assert "are reports of different shard balancing (--shard-balance)" in refused.stderr
