@@ -1,4 +1,9 @@
-"""Report files: checked before the run, written atomically after it.
+"""Files: a bounded, safe read of a file a user named (a suite, a saved report), and report files,
+checked before the run and written atomically after it.
+
+A file is read only if it is a regular file, opened without blocking (a FIFO without a writer
+would wait forever) and read no further than one byte past its limit (`/dev/zero`, a file that
+grows while it is read, a /proc file that says size 0).
 
 A report goes only to a regular file. A directory, a device (`/dev/null`), a named pipe, a
 socket or one of the process's own streams (`/dev/stdout`) at the path is refused and never
@@ -247,3 +252,85 @@ def _keep_owner_and_mode(fd: int, previous: os.stat_result) -> None:
 def _owner(fd: int) -> tuple[int, int]:
     found = os.fstat(fd)
     return found.st_uid, found.st_gid
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+_SPECIAL_FILES = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+class UnreadableFile(Exception):
+    """Why a file cannot be read, in words that follow its path (`problem`); `what` (what the
+    file was expected to be) is already in them where it helps."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+class FileTooBig(UnreadableFile):
+    """A file over the limit; `size` says how big ("16,777,217 bytes", "more than N bytes"),
+    so that the caller words what the limit is for."""
+
+    def __init__(self, size: str) -> None:
+        super().__init__(f"is {size}")
+        self.size = size
+
+
+def read_regular_file(path: Path, limit: int, *, what: str) -> bytes:
+    """The bytes of the regular file at `path`, at most `limit` of them. `what` says what it
+    should have been ("expected a RuleDrift suite (a JSON file)"). Raises `UnreadableFile`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except ValueError:  # the only other thing os.open raises: a NUL character in the path
+        raise UnreadableFile("cannot be opened: the path contains a NUL character") from None
+    except OSError as error:
+        raise UnreadableFile(_open_problem(error, what)) from None
+    try:
+        return _read_bounded(fd, limit, what)
+    except OSError as error:
+        raise UnreadableFile(f"cannot be read: {error.strerror or error}") from None
+    finally:
+        os.close(fd)
+
+
+def _open_problem(error: OSError, what: str) -> str:
+    if isinstance(error, FileNotFoundError):
+        return "file not found"
+    if isinstance(error, IsADirectoryError):
+        return f"is a directory; {what}"
+    if isinstance(error, PermissionError):
+        return "cannot be read: permission denied"
+    if error.errno == errno.ENAMETOOLONG:
+        return (
+            "cannot be opened: the path, or a name in it, is too long for the operating system "
+            "(File name too long); use a shorter path"
+        )
+    return f"cannot be opened: {error.strerror or error}"
+
+
+def _read_bounded(fd: int, limit: int, what: str) -> bytes:
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        raise UnreadableFile(f"is a directory; {what}")
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((name for test, name in _SPECIAL_FILES if test(info.st_mode)), "a special file")
+        raise UnreadableFile(
+            f"is {kind}, not a regular file; {what}: pipes and devices are refused, as reading "
+            "one may never end"
+        )
+    if info.st_size > limit:
+        raise FileTooBig(f"{info.st_size:,} bytes")
+    chunks: list[bytes] = []
+    remaining = limit + 1  # one byte more: a file that grew while it was read, or says size 0
+    while remaining > 0 and (chunk := os.read(fd, remaining)):
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    if remaining == 0:
+        raise FileTooBig(f"more than {limit:,} bytes")
+    return b"".join(chunks)

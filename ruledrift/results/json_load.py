@@ -44,9 +44,7 @@ import functools
 import itertools
 import json
 import math
-import os
 import re
-import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -58,6 +56,7 @@ from jsonschema import Draft202012Validator, TypeChecker, validators
 from jsonschema.exceptions import ValidationError, best_match
 from jsonschema.protocols import Validator
 
+from ruledrift.boundary.files import FileTooBig, UnreadableFile, read_regular_file
 from ruledrift.checks.jsregex import js_test
 from ruledrift.data import (
     AssertionResult,
@@ -103,12 +102,6 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # how JSON text writes a s
 _RFC3339 = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})",
     re.IGNORECASE,
-)
-_SPECIAL_FILES = (
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
 )
 _WHAT = "expected a JSON report written by `ruledrift run --json`"
 
@@ -292,51 +285,14 @@ def _skip_space(text: str, at: int) -> int:
 
 
 def _read(path: Path) -> bytes:
-    """The bytes of a regular file of at most MAX_REPORT_BYTES, opened without blocking (a FIFO
-    without a writer would wait forever) and read no further than one byte past the limit."""
+    """The bytes of the report file (`files.read_regular_file`: a regular file, at most
+    MAX_REPORT_BYTES)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except ValueError:  # the only other thing os.open raises: a NUL character in the path
-        raise _problem(str(path), "the path contains a NUL character") from None
-    except OSError as error:
-        raise _problem(str(path), _open_problem(error)) from None
-    try:
-        return _read_regular_file(path, fd)
-    except OSError as error:
-        raise _problem(str(path), f"cannot be read: {error.strerror or error}") from None
-    finally:
-        os.close(fd)
-
-
-def _open_problem(error: OSError) -> str:
-    if isinstance(error, FileNotFoundError):
-        return "file not found"
-    if isinstance(error, IsADirectoryError):
-        return f"is a directory; {_WHAT}"
-    if isinstance(error, PermissionError):
-        return "permission denied"
-    return f"cannot be opened: {error.strerror or error}"
-
-
-def _read_regular_file(path: Path, fd: int) -> bytes:
-    info = os.fstat(fd)
-    if stat.S_ISDIR(info.st_mode):
-        raise _problem(str(path), f"is a directory; {_WHAT}")
-    if not stat.S_ISREG(info.st_mode):
-        kind = next((name for test, name in _SPECIAL_FILES if test(info.st_mode)), "a special file")
-        raise _problem(
-            str(path), f"is {kind}, not a regular file (reading one may never end); {_WHAT}"
-        )
-    if info.st_size > MAX_REPORT_BYTES:
-        raise _too_large(path)
-    chunks: list[bytes] = []
-    remaining = MAX_REPORT_BYTES + 1  # one byte more: a file that grew, or says size 0 (/proc)
-    while remaining > 0 and (chunk := os.read(fd, remaining)):
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    if remaining == 0:
-        raise _too_large(path)
-    return b"".join(chunks)
+        return read_regular_file(path, MAX_REPORT_BYTES, what=_WHAT)
+    except FileTooBig:
+        raise _too_large(path) from None
+    except UnreadableFile as error:
+        raise _problem(str(path), error.problem) from None
 
 
 def _too_large(path: Path) -> UsageError:

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import errno
 import functools
 import hashlib
 import json
 import os
 import re
-import stat
 from collections.abc import Iterator, Mapping
 from importlib import resources
 from pathlib import Path
@@ -26,6 +24,7 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
 from ruledrift.adapters.registry import ADAPTERS
+from ruledrift.boundary.files import FileTooBig, UnreadableFile, read_regular_file
 from ruledrift.checks.jsregex import js_test, regex_problem
 from ruledrift.checks.language import SUPPORTED_LANGUAGES, suggested_language
 from ruledrift.data import (
@@ -163,72 +162,21 @@ def _file_issue(path: Path, message: str) -> ConfigError:
     return ConfigError([_issue(path, 1, 1, "", message)])
 
 
-_IS_A_DIRECTORY = "is a directory; expected a RuleDrift suite (a JSON file)"
-_SPECIAL_FILES = (
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
+_WHAT = "expected a RuleDrift suite (a JSON file)"
 
 
 def _read(path: Path) -> bytes:
-    """The bytes of a regular file of at most MAX_SUITE_BYTES. Opened without blocking (a FIFO
-    without a writer would wait forever) and read no further than the limit (`/dev/zero`)."""
+    """The bytes of the suite file (`files.read_regular_file`: a regular file, at most
+    MAX_SUITE_BYTES), and not blank."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except ValueError:  # the only other thing os.open raises: a NUL character in the path
-        raise _file_issue(path, "cannot be opened: the path contains a NUL character") from None
-    except OSError as error:
-        raise _file_issue(path, _open_problem(error)) from None
-    try:
-        raw = _read_regular_file(path, fd)
-    except OSError as error:
-        raise _file_issue(path, f"cannot be read: {error.strerror or error}") from None
-    finally:
-        os.close(fd)
+        raw = read_regular_file(path, MAX_SUITE_BYTES, what=_WHAT)
+    except FileTooBig as error:
+        raise _too_big(path, error.size) from None
+    except UnreadableFile as error:
+        raise _file_issue(path, error.problem) from None
     if not raw.strip():
         raise _file_issue(path, "the file is empty; expected a RuleDrift suite (a JSON object)")
     return raw
-
-
-def _open_problem(error: OSError) -> str:
-    if isinstance(error, FileNotFoundError):
-        return "file not found"
-    if isinstance(error, IsADirectoryError):
-        return _IS_A_DIRECTORY
-    if isinstance(error, PermissionError):
-        return "cannot be read: permission denied"
-    if error.errno == errno.ENAMETOOLONG:
-        return (
-            "cannot be opened: the path, or a name in it, is too long for the operating system "
-            "(File name too long); use a shorter path"
-        )
-    return f"cannot be opened: {error.strerror or error}"
-
-
-def _read_regular_file(path: Path, fd: int) -> bytes:
-    info = os.fstat(fd)
-    mode = info.st_mode
-    if stat.S_ISDIR(mode):
-        raise _file_issue(path, _IS_A_DIRECTORY)
-    if not stat.S_ISREG(mode):
-        kind = next((name for test, name in _SPECIAL_FILES if test(mode)), "a special file")
-        raise _file_issue(
-            path,
-            f"is {kind}, not a regular file; expected a RuleDrift suite (a JSON file): pipes and "
-            "devices are refused, as reading one may never end",
-        )
-    if info.st_size > MAX_SUITE_BYTES:
-        raise _too_big(path, f"{info.st_size:,} bytes")
-    chunks: list[bytes] = []
-    remaining = MAX_SUITE_BYTES + 1  # one byte more: a file that grew while it was read
-    while remaining > 0 and (chunk := os.read(fd, remaining)):
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    if remaining == 0:
-        raise _too_big(path, f"more than {MAX_SUITE_BYTES:,} bytes")
-    return b"".join(chunks)
 
 
 def _too_big(path: Path, size: str) -> ConfigError:
