@@ -1,34 +1,23 @@
-"""The command line: argv → a typed request → the application layer (app.py) → an exit code.
-`guarded` is the one place where exceptions become exit codes."""
+"""The command line: argv → a typed request → the application layer (app/) → an exit code,
+through `console.exits.guarded`, the one place where exceptions become exit codes."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import signal
 import sys
-import threading
-import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from ruledrift import __version__
 from ruledrift.console import output
-from ruledrift.errors import EXIT_CODE_MEANINGS, ExitCode, RuleDriftError, UsageError
+from ruledrift.console.exits import guarded, interruptible
+from ruledrift.errors import EXIT_CODE_MEANINGS, ArgumentsExit, ExitCode, UsageError
 
 if TYPE_CHECKING:
     from ruledrift.app import RunRequest, TargetOverrides
-    from ruledrift.console import Display
-
-ISSUES_URL = "https://github.com/ruledrift/action/issues"
-CONCURRENCY = (1, 256)  # scenarios at once: more only queues requests at any real server
-
-
-class _ParserExit(Exception):
-    def __init__(self, status: int) -> None:
-        self.status = status
+    from ruledrift.console.commands import Display
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,10 +29,12 @@ class _Parser(argparse.ArgumentParser):
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         if message:
             sys.stderr.write(message)
-        raise _ParserExit(status)
+        raise ArgumentsExit(status)
 
 
 def _concurrency(text: str) -> int:
+    from ruledrift.app.options import CONCURRENCY
+
     low, high = CONCURRENCY
     value = int(text) if text.isdigit() and len(text) <= 4 else 0
     if not low <= value <= high:
@@ -292,9 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
 def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
     """The parsed `run` arguments as the application's request and the display choices."""
     from ruledrift.app import RunRequest  # imported late: `--help` stays fast
-    from ruledrift.console import Display
+    from ruledrift.app.options import parse_shard
+    from ruledrift.console.commands import Display
     from ruledrift.data import VerdictPolicy
-    from ruledrift.results.shards import parse_shard
 
     policy = VerdictPolicy(
         repeat=args.repeat,
@@ -343,29 +334,31 @@ def parse_run(argv: Sequence[str]) -> tuple[RunRequest, Display]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ruledrift import console
+    from ruledrift.console import commands as console
 
     request, display = run_request(args)
     return console.run(request, display).exit_code
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from ruledrift import app, console
+    from ruledrift import app
+    from ruledrift.console import commands as console
 
     console.show_validation(Path(args.config), app.validate(Path(args.config)))
     return ExitCode.PASSED
 
 
 def _pull(args: argparse.Namespace) -> int:
-    from ruledrift import app, console
+    from ruledrift import app
+    from ruledrift.console import commands as console
 
     console.pull(app.PullRequest(Path(args.config), target_overrides(args)))
     return ExitCode.PASSED
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ruledrift import console
     from ruledrift.app import saved
+    from ruledrift.console import commands as console
 
     def path(value: str | None) -> Path | None:
         return Path(value) if value else None
@@ -382,8 +375,8 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from ruledrift import console
     from ruledrift.app import saved
+    from ruledrift.console import commands as console
 
     request = saved.MergeRequest(
         tuple(Path(p) for p in args.reports),
@@ -398,8 +391,8 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from ruledrift import console
     from ruledrift.app import saved
+    from ruledrift.console import commands as console
 
     request = saved.CompareRequest(
         Path(args.base),
@@ -412,7 +405,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from ruledrift.suite.load import schema_text
+    from ruledrift.app import schema_text
 
     sys.stdout.write(schema_text())
     return ExitCode.PASSED
@@ -434,51 +427,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return guarded(lambda: _dispatch(argv))
 
 
-@contextlib.contextmanager
-def interruptible() -> Iterator[None]:
-    """For the whole command, SIGTERM (a cancelled CI job, `docker stop`) interrupts like
-    Ctrl-C: `guarded` turns it into exit 130, and no temporary file is left behind."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _dispatch(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
-    except _ParserExit as done:
+    except ArgumentsExit as done:
         return done.status
     return int(COMMANDS[args.command](args))
-
-
-def guarded(command: Callable[[], int]) -> int:
-    """Run `command`; the one place where exceptions become exit codes and messages (the CLI and
-    the GitHub Action both go through it)."""
-    try:
-        return command()
-    except _ParserExit as done:
-        return done.status
-    except RuleDriftError as error:
-        from ruledrift import console
-
-        console.show_failure(error, os.environ)
-        return int(error.exit_code)
-    except KeyboardInterrupt:
-        sys.stderr.write("ruledrift: interrupted\n")
-        return int(ExitCode.INTERRUPTED)
-    except Exception:  # noqa: BLE001 - the one place a bug becomes exit code 4, with its traceback
-        traceback.print_exc()
-        sys.stderr.write(
-            f"ruledrift {__version__}: internal error. This is a bug in RuleDrift; please report "
-            f"it with the traceback above at {ISSUES_URL}\n"
-        )
-        return int(ExitCode.INTERNAL)

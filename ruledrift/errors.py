@@ -32,6 +32,15 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
 }
 
 
+class ArgumentsExit(Exception):
+    """The argument parser ended the command itself: `--help` shown (status 0), or a usage
+    message it printed. `console.exits.guarded` returns `status`."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
 class RuleDriftError(Exception):
     """Base of every error RuleDrift reports without a traceback."""
 

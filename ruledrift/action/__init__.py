@@ -1,48 +1,10 @@
-"""The container's entrypoint (entrypoint.py calls `main`): RuleDrift as a GitHub Docker
-action, or the `ruledrift` CLI.
-
-Action mode (the runner sets one `INPUT_<NAME>` variable per input of action.yml, hyphens kept:
-`INPUT_BASE-URL`): inputs.py checks the inputs, run.py runs the suite through the application
-layer, outputs.py writes the step outputs, files.py gives written files back to the owner of
-the workspace.
-
-Anything else is the CLI: `docker run IMAGE run suite.json` passes its arguments to
-`ruledrift.cli.main`, and a shell command (`sh -c …`, as GitLab's runner sends one) runs in
-that shell. See docs/github-action.md and docs/gitlab-ci.md.
-"""
+"""RuleDrift as a GitHub Docker action (ruledrift/container.py chooses it when the runner sets
+`INPUT_*` variables): inputs.py checks the inputs, run.py runs the suite through the application
+layer, outputs.py writes the step outputs, files.py gives written files back to the owner of the
+workspace. See docs/github-action.md."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import NoReturn
-
-from ruledrift import cli
-from ruledrift.action.inputs import is_action
 from ruledrift.action.outputs import OUTPUTS
-from ruledrift.console import output
 
-__all__ = ["OUTPUTS", "main"]
-
-SHELLS = frozenset({"sh", "bash", "dash", "ash", "busybox"})
-
-
-def run_shell(argv: Sequence[str]) -> NoReturn:
-    """Hand a shell command through (GitLab's runner starts the job's shell this way)."""
-    os.execvp(argv[0], list(argv))  # noqa: S606 - the shell the caller asked for, with its argv
-
-
-def run_cli(argv: Sequence[str]) -> int:
-    if argv and os.path.basename(argv[0]) in SHELLS:
-        run_shell(argv)
-    return cli.main(list(argv))
-
-
-def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
-    if is_action(argv, environ):
-        from ruledrift.action.run import run_action
-
-        with output.protected_streams(environ), cli.interruptible():
-            return run_action(environ, Path.cwd())
-    return run_cli(argv)
+__all__ = ["OUTPUTS"]

@@ -10,12 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ruledrift import cli
 from ruledrift.action.files import inside, real_path
-from ruledrift.boundary.files import path_length_problem, report_path_problem
-from ruledrift.boundary.http import url_problem
+from ruledrift.app.options import (
+    CONCURRENCY,
+    Shard,
+    parse_shard,
+    path_length_problem,
+    report_path_problem,
+    url_problem,
+)
 from ruledrift.errors import UsageError
-from ruledrift.results.shards import Shard, parse_shard
 from ruledrift.text import preview, terminal_safe
 
 DOCS = "https://github.com/ruledrift/action/blob/v1/docs/github-action.md"
@@ -77,7 +81,6 @@ NOT_IN_ACTION: dict[str, str] = {
     "--codequality": "GitLab's Code Quality report; on GitHub the annotations show the same",
 }
 REPORT_INPUTS = ("json", "junit", "html")  # inputs that name a report file
-CONCURRENCY = cli.CONCURRENCY  # the allowed range of `concurrency`, as for --concurrency
 SHOWN_CHARS = 80  # of an input's value in a message
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from ruledrift import __version__
 from ruledrift.action.inputs import DOCS, Problem
 from ruledrift.app import RunOutcome
-from ruledrift.console import output
+from ruledrift.console import github
 from ruledrift.data import Status
-from ruledrift.reports.workflow_commands import workflow_command
 from ruledrift.text import markdown_inline, preview
 
 # The outputs of action.yml, in its order (tests/action/test_action.py checks they agree).
@@ -40,14 +40,14 @@ _COUNTS: dict[str, Status | None] = {
 
 
 def error_command(message: str, title: str) -> str:
-    return workflow_command("error", message, {"title": title})
+    return github.error_annotation(message, title)
 
 
 def report_problems(problems: Sequence[Problem], summary_file: str) -> None:
     """Each wrong input as an `::error::` annotation, and a short note in the job summary."""
     for problem in problems:
         title = f"RuleDrift: input {problem.input}"
-        output.command(error_command(f"{problem.message} (see {DOCS}#inputs)", title))
+        github.annotate("error", f"{problem.message} (see {DOCS}#inputs)", title)
     if summary_file:
         lines = ["### RuleDrift did not run: wrong action inputs", ""]
         lines += [f"- `{p.input}`: {markdown_inline(p.message, 2000)}" for p in problems]
@@ -56,8 +56,7 @@ def report_problems(problems: Sequence[Problem], summary_file: str) -> None:
             f"The inputs are described in [the action's documentation]({DOCS}#inputs).",
             "",
         ]
-        with open(summary_file, "a", encoding="utf-8") as summary:
-            summary.write("\n".join(lines) + "\n")
+        github.add_to_summary(Path(summary_file), "\n".join(lines) + "\n")
 
 
 def warn_unknown_inputs(variables: Sequence[str]) -> None:
@@ -74,7 +73,7 @@ def warn_unknown_inputs(variables: Sequence[str]) -> None:
         "#which-ref-to-use). With uses: docker://…, check the spelling of the with: keys."
     )
     title = f"RuleDrift {__version__}: unknown input(s)"
-    output.command(workflow_command("warning", message, {"title": title}))
+    github.annotate("warning", message, title)
 
 
 def outputs_for(

@@ -3,21 +3,19 @@ layer → step outputs read from the outcome, files given back to the workspace 
 
 It logs the equivalent `ruledrift run …` line (which reproduces the run on any machine), starts
 a managed Ollama server when `start-ollama` says so, pulls the model into a server of the user's
-own when `pull` says so, and goes through `cli.guarded`, the one place where exceptions become
-exit codes. Annotations and the job summary come from the console (as for `ruledrift run` on a
-runner); this module only reports wrong inputs.
+own when `pull` says so, and goes through `console.exits.guarded`, the one place where
+exceptions become exit codes. Annotations and the job summary come from the console (as for
+`ruledrift run` on a runner); this module only reports wrong inputs.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from ruledrift import app, cli, console
+from ruledrift import app, cli
 from ruledrift.action.files import created_root, give_back
 from ruledrift.action.inputs import (
     InputError,
@@ -32,21 +30,12 @@ from ruledrift.action.outputs import (
     warn_unknown_inputs,
     write_outputs,
 )
-from ruledrift.adapters.ollama import OllamaAdapterConfig
-from ruledrift.boundary.http import is_loopback
-from ruledrift.console import output
+from ruledrift.app import saved, targets
+from ruledrift.console import commands, github
+from ruledrift.console.exits import guarded
 from ruledrift.data import Suite
 from ruledrift.errors import ExitCode, RuleDriftError
-from ruledrift.ollama.api import server_answers
-from ruledrift.reports.comparison import render_comparison_markdown
-from ruledrift.reports.job_summary import append_summary
-from ruledrift.reports.workflow_commands import workflow_command
-from ruledrift.results.comparison import compare_runs
-from ruledrift.results.json_load import read_report
-from ruledrift.suite.load import load_suite
 from ruledrift.text import markdown_inline, terminal_safe
-
-PROBE_TIMEOUT_S = 2.0
 
 
 def log(message: str) -> None:
@@ -56,27 +45,9 @@ def log(message: str) -> None:
 # --- the managed Ollama server (`start-ollama`) -------------------------------------------------
 
 
-def _shown(url: str) -> str:
-    """A URL for the log, without credentials."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
-
-
 def decide_server(settings: Settings, suite: Suite | None) -> tuple[bool, str]:
     """Whether to start a managed Ollama server, and why (for the log)."""
-    if settings.start_ollama != "auto":
-        return settings.start_ollama == "true", f"start-ollama is {settings.start_ollama}"
-    if suite is None:
-        return False, "start-ollama is auto and the suite does not load (the run says why)"
-    adapter = suite.adapter
-    if not isinstance(adapter, OllamaAdapterConfig):
-        return False, f"start-ollama is auto and the suite uses the {adapter.type} adapter"
-    url = settings.base_url or adapter.base_url
-    if not is_loopback(url):
-        return False, f"start-ollama is auto and {_shown(url)} is not a loopback address"
-    if asyncio.run(server_answers(url, PROBE_TIMEOUT_S)):
-        return False, f"start-ollama is auto and a server answers at {_shown(url)}"
-    return True, f"start-ollama is auto and nothing answers at {_shown(url)}"
+    return targets.start_managed_server(settings.start_ollama, suite, settings.base_url or None)
 
 
 CONTAINER_HINT = (
@@ -98,28 +69,25 @@ def container_hint(
     likely cause of exit 3: a pull that failed, or a target that could not start."""
     if code != ExitCode.RUN_ERROR or managed or suite is None:
         return None
-    url = settings.base_url or getattr(suite.adapter, "base_url", None)
-    if not isinstance(url, str) or not is_loopback(url):
+    url = targets.loopback_url(suite, settings.base_url or None)
+    if url is None:
         return None
     if outcome is not None:
         errors = {p.error or "" for p in outcome.result.probes}
         if outcome.result.model_calls or not any("could not connect" in e for e in errors):
             return None
-    return CONTAINER_HINT.format(url=_shown(url))
+    return CONTAINER_HINT.format(url=url)
 
 
 def explain_container(hint: str, summary_file: str) -> None:
-    output.command(
-        workflow_command("notice", hint, {"title": "RuleDrift: 127.0.0.1 is the container"})
-    )
+    github.annotate("notice", hint, "RuleDrift: 127.0.0.1 is the container")
     if summary_file:
-        with open(summary_file, "a", encoding="utf-8") as summary:
-            summary.write(f"> **Note:** {markdown_inline(hint, 2000)}\n\n")
+        github.add_to_summary(Path(summary_file), f"> **Note:** {markdown_inline(hint, 2000)}\n\n")
 
 
 def try_load_suite(config: str) -> Suite | None:
     try:
-        return load_suite(Path(config))
+        return app.validate(Path(config))
     except RuleDriftError:
         return None
 
@@ -137,7 +105,7 @@ def target_overrides(settings: Settings, managed: bool) -> app.TargetOverrides:
     )
 
 
-def run_request(settings: Settings, managed: bool) -> tuple[app.RunRequest, console.Display]:
+def run_request(settings: Settings, managed: bool) -> tuple[app.RunRequest, commands.Display]:
     """The request the inputs describe: `args` parsed as `ruledrift run` options, then the
     inputs that have options of their own (refused in `args`)."""
     config = Path(settings.config)
@@ -180,10 +148,10 @@ def _pull_then_run(
         log(f"ruledrift {shlex.join(pull.argv())}")
 
         def pull_model() -> int:
-            console.pull(pull)
+            commands.pull(pull)
             return int(ExitCode.PASSED)
 
-        code = cli.guarded(pull_model)
+        code = guarded(pull_model)
         if code != ExitCode.PASSED:
             return code, None
     outcomes: list[app.RunOutcome] = []
@@ -191,10 +159,10 @@ def _pull_then_run(
     def run() -> int:
         request, display = run_request(settings, managed)
         log(f"ruledrift {shlex.join([*request.argv(), *display.argv()])}")
-        outcomes.append(console.run(request, display))
+        outcomes.append(commands.run(request, display))
         return int(outcomes[0].exit_code)
 
-    code = cli.guarded(run)
+    code = guarded(run)
     return code, outcomes[0] if outcomes else None
 
 
@@ -244,14 +212,13 @@ def compare_with_baseline(baseline: Path, outcome: app.RunOutcome, summary_file:
     section in the job summary, and the number of significantly worse probes (None when the
     base report cannot be read: said in the log, the run's own verdict stands)."""
     try:
-        base = read_report(baseline).result
+        comparison = saved.compare_with_base(baseline, outcome.result)
     except RuleDriftError as error:
         log(f"baseline not compared: {terminal_safe(str(error))}")
         return None
-    comparison = compare_runs(base, outcome.result)
     log(
         f"compared with {terminal_safe(str(baseline))}: {len(comparison.regressions)} regression(s)"
     )
     if summary_file:
-        append_summary(Path(summary_file), render_comparison_markdown(comparison) + "\n")
+        github.summarize_comparison(Path(summary_file), comparison)
     return len(comparison.regressions)

@@ -52,7 +52,7 @@ from ruledrift.results.json_load import read_report
 from ruledrift.results.json_report import render_json
 from ruledrift.results.shards import SOURCE_VARIABLES, Shard, expected_times, shard_of
 from ruledrift.run.runner import Events, not_run, run_suite
-from ruledrift.suite.load import load_suite
+from ruledrift.suite.load import load_suite, schema_text
 
 __all__ = [
     "REPORTERS",
@@ -68,6 +68,7 @@ __all__ = [
     "pull",
     "run",
     "run_against",
+    "schema_text",
     "validate",
 ]
 

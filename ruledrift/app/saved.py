@@ -124,11 +124,17 @@ class CompareOutcome:
     written: dict[str, Path]
 
 
+def compare_with_base(base: Path, head: RunResult) -> ComparisonResult:
+    """A run compared with the saved report of its base: the comparison `compare` makes (the
+    action's `baseline` compares a run it just finished this way)."""
+    return compare_runs(read_report(base).result, head)
+
+
 def compare(request: CompareRequest) -> CompareOutcome:
     """Compare the head's report with its base's. The exit code is the head's own verdict's;
     with `fail_on_regression`, also 1 when a probe is significantly worse (Holm-adjusted)."""
-    base, head = read_report(request.base).result, read_report(request.head).result
-    result = compare_runs(base, head)
+    head = read_report(request.head).result
+    result = compare_with_base(request.base, head)
     outputs = {
         name: path
         for name, path in (("markdown", request.markdown), ("json", request.json))

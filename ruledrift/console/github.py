@@ -1,5 +1,5 @@
-"""GitHub Actions output of a run: annotations (through the caller's `emit`), then the job
-summary."""
+"""GitHub Actions output: a run's annotations (through the caller's `emit`) and job summary, a
+comparison in the job summary, and single annotations for the front-ends."""
 
 from __future__ import annotations
 
@@ -7,14 +7,21 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from ruledrift.console import output
 from ruledrift.data import RunResult
+from ruledrift.reports.comparison import render_comparison_markdown
 from ruledrift.reports.job_summary import (
     SUMMARY_MAX_BYTES,
     SUMMARY_MIN_BYTES,
     append_summary,
     render_summary,
 )
-from ruledrift.reports.workflow_commands import annotation_file, render_annotations
+from ruledrift.reports.workflow_commands import (
+    annotation_file,
+    render_annotations,
+    workflow_command,
+)
+from ruledrift.results.comparison import ComparisonResult
 
 
 def publish(
@@ -58,3 +65,23 @@ def artifacts_url(environ: Mapping[str, str]) -> str | None:
         return None
     server, repository, run_id = parts
     return f"{server.rstrip('/')}/{repository}/actions/runs/{run_id}#artifacts"
+
+
+def annotate(level: str, message: str, title: str) -> None:
+    """One `::notice::`, `::warning::` or `::error::` annotation in the log, escaped."""
+    output.command(workflow_command(level, message, {"title": title}))
+
+
+def error_annotation(message: str, title: str) -> str:
+    """The `::error::` line of an annotation, for a caller that prints it itself."""
+    return workflow_command("error", message, {"title": title})
+
+
+def add_to_summary(path: Path, markdown: str) -> None:
+    """Markdown appended to the job summary file."""
+    append_summary(path, markdown)
+
+
+def summarize_comparison(path: Path, comparison: ComparisonResult) -> None:
+    """A "compared with base" section appended to the job summary."""
+    append_summary(path, render_comparison_markdown(comparison) + "\n")

@@ -24,7 +24,7 @@ from ruledrift.action.inputs import (
     exiting_option,
     parse_inputs,
 )
-from ruledrift.errors import UsageError
+from ruledrift.errors import ArgumentsExit, UsageError
 from ruledrift.results.shards import Shard
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +104,7 @@ def _exits(argument: str) -> bool:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
             cli.parse_run(["run", "suite.json", argument])
-        except cli._ParserExit:
+        except ArgumentsExit:
             return True
         except UsageError:  # an error, exit 2: not a step that passes
             return False

@@ -24,6 +24,7 @@ from ruledrift.action import files as action_files
 from ruledrift.action import inputs as action_inputs
 from ruledrift.action import outputs as action_outputs
 from ruledrift.action import run as entrypoint
+from ruledrift.app import targets
 from ruledrift.results.shards import Shard
 from tests.support import AGENTS
 from tests.support.ollama_fake import OLLAMA_BIN, FakeOllama, free_port
@@ -700,7 +701,7 @@ def test_auto_never_probes_a_url_that_is_not_loopback(
     def no_network(url: str, timeout_s: float = 0) -> bool:
         raise AssertionError(f"probed {url}")
 
-    monkeypatch.setattr(entrypoint, "server_answers", no_network)
+    monkeypatch.setattr(targets, "server_answers", no_network)
     suite = entrypoint.try_load_suite(str(write_suite(tmp_path, ollama_suite("http://10.1.2.3"))))
     assert suite is not None
     sidecar, reason = entrypoint.decide_server(settings(), suite)

@@ -1,0 +1,274 @@
+"""What a person sees of a command in a terminal or a CI log, for both front-ends (the CLI and
+the GitHub Action): the header, the progress line, pull progress, warnings, the terminal report,
+the report paths, and on a GitHub runner the annotations and job summary.
+
+The application layer (app/) decides and writes files; this module only shows.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Set
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TextIO
+
+from ruledrift import app
+from ruledrift.app import saved
+from ruledrift.console import github, output
+from ruledrift.console.not_run import render_not_run_annotations, render_not_run_summary
+from ruledrift.console.pull_progress import PullProgressPrinter
+from ruledrift.data import ProbeResult, RunResult, Scenario, ScenarioResult, Suite
+from ruledrift.errors import ConfigError, RuleDriftError, UsageError
+from ruledrift.ollama.api import PullProgress
+from ruledrift.reports import workflow_commands
+from ruledrift.reports.comparison import render_comparison_text
+from ruledrift.reports.job_summary import append_summary
+from ruledrift.reports.terminal import (
+    Progress,
+    TerminalOptions,
+    header,
+    render_ending,
+    render_scenario,
+)
+from ruledrift.text import terminal_lines, terminal_safe
+
+
+@dataclass(frozen=True)
+class Display:
+    """How a run is shown: `--quiet`, `--no-color`, `--github auto|off`."""
+
+    quiet: bool = False
+    no_color: bool = False
+    github: Literal["auto", "off"] = "auto"
+
+    def argv(self) -> list[str]:
+        """These choices as `ruledrift run` options."""
+        flags = [("--quiet", self.quiet), ("--no-color", self.no_color)]
+        argv = [flag for flag, on in flags if on]
+        return argv + (["--github", "off"] if self.github == "off" else [])
+
+
+def terminal_options(
+    request: app.RunRequest, display: Display, environ: Mapping[str, str], out: TextIO
+) -> TerminalOptions:
+    """Colour and previews on a TTY outside CI, every answer with --include-responses."""
+    tty = out.isatty()
+    return TerminalOptions(
+        colour=tty and not display.no_color and not environ.get("NO_COLOR"),
+        previews=request.include_responses or (tty and not environ.get("CI")),
+        responses=request.include_responses,
+        quiet=display.quiet,
+    )
+
+
+class ConsoleObserver:
+    """A RunObserver that prints: the header, each scenario's results as soon as it finishes,
+    and a progress line (on a TTY) to stdout; pull progress and warnings to stderr."""
+
+    def __init__(
+        self,
+        display: Display,
+        stdout: TextIO,
+        stderr: TextIO,
+        options: TerminalOptions | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self._display = display
+        self._stdout = stdout
+        self._stderr = stderr
+        self._options = options or TerminalOptions(quiet=display.quiet)
+        self._on_github = workflow_commands.enabled(environ or {})
+        self._progress: Progress | None = None
+        self._pull: PullProgressPrinter | None = None
+        self.shown: set[str] = set()  # scenarios whose results are printed
+
+    def scenario_finished(self, result: ScenarioResult) -> None:
+        if self._options.quiet:
+            return
+        if self._progress:
+            self._progress.clear()
+        write_report_text(render_scenario(result, self._options), self._stdout, self._on_github)
+        self.shown.add(result.scenario.id)
+
+    def run_starting(self, plan: app.RunPlan) -> None:
+        if self._display.quiet:
+            return
+        shown = header(plan.suite, len(plan.scenarios), plan.probes, plan.model_calls)
+        print(shown, file=self._stdout, flush=True)
+        if self._stdout.isatty():
+            self._progress = Progress(self._stdout, plan.model_calls, plan.probes)
+
+    def run_stopped(self) -> None:
+        if self._progress:
+            self._progress.clear()
+            self._progress = None
+
+    def call_finished(self, scenario: Scenario) -> None:
+        if self._progress:
+            self._progress.call_finished(scenario)
+
+    def probe_finished(self, scenario: Scenario, result: ProbeResult) -> None:
+        if self._progress:
+            self._progress.probe_finished(scenario, result)
+
+    def pull_progress(self, event: PullProgress) -> None:
+        if self._pull is None:
+            self._pull = PullProgressPrinter(self._stderr, self._stderr.isatty())
+        self._pull(event)
+
+    def pull_stopped(self) -> None:
+        if self._pull is not None:
+            self._pull.close()
+            self._pull = None
+
+    def warning(self, message: str) -> None:
+        self._stderr.write(f"ruledrift: {terminal_safe(message)}\n")
+
+
+def run(
+    request: app.RunRequest,
+    display: Display,
+    environ: Mapping[str, str] | None = None,
+) -> app.RunOutcome:
+    """Run `request` with a console observer, then show the outcome."""
+    environ = os.environ if environ is None else environ
+    options = terminal_options(request, display, environ, sys.stdout)
+    observer = ConsoleObserver(display, sys.stdout, sys.stderr, options, environ)
+    outcome = app.run(request, observer)
+    show_outcome(outcome, display, environ, sys.stdout, shown=observer.shown)
+    return outcome
+
+
+def write_report_text(text: str, out: TextIO, on_github: bool) -> None:
+    """Report text (answer previews, errors quoting an agent's output): on a GitHub runner in a
+    stop-commands block, so none of it can run a workflow command, even with --github off."""
+    if on_github:
+        start, body, end = workflow_commands.stop_commands(text)
+        output.command(start, out)
+        out.write(body)
+        output.command(end, out)
+    else:
+        out.write(text)
+    out.flush()
+
+
+def show_outcome(
+    outcome: app.RunOutcome,
+    display: Display,
+    environ: Mapping[str, str],
+    out: TextIO,
+    shown: Set[str] = frozenset(),
+) -> None:
+    """The rest of the terminal report (the scenarios not `shown` while the run went on, the
+    rules across depths, the verdict), the report paths, then GitHub's annotations and job
+    summary."""
+    options = terminal_options(outcome.request, display, environ, out)
+    result = outcome.result
+    blocks = [
+        render_scenario(s, options)
+        for s in result.scenarios
+        if s.scenario.id not in shown and not options.quiet
+    ]
+    on_github = workflow_commands.enabled(environ)
+    write_report_text("".join(blocks) + render_ending(result, options), out, on_github)
+    for name, path in outcome.reports_written.items():
+        print(f"{name} report: {terminal_safe(str(path))}", file=out)
+    for reason in outcome.reports_failed.values():
+        sys.stderr.write(f"ruledrift: error: {terminal_safe(reason)}\n")
+    if on_github and display.github == "auto":
+        overrides = outcome.request.target.reproduce_argv()
+        github.publish(
+            outcome.result,
+            overrides=overrides,
+            environ=environ,
+            emit=lambda line: output.command(line, out),
+            reports={name: str(path) for name, path in outcome.reports_written.items()},
+        )
+
+
+def pull(request: app.PullRequest) -> app.PullOutcome:
+    """Pull with progress on stderr, then one line saying what happened."""
+    outcome = app.pull(request, ConsoleObserver(Display(), sys.stdout, sys.stderr))
+    print(f"{terminal_safe(outcome.model)}: {'pulled' if outcome.pulled else 'already present'}")
+    return outcome
+
+
+def show_validation(config: Path, suite: Suite) -> None:
+    turns = sum(s.turns_needed for s in suite.scenarios)
+    shown = terminal_safe(str(config))
+    print(
+        f"{shown}: valid: {len(suite.rules)} rule(s), {len(suite.scenarios)} scenario(s), "
+        f"{suite.probe_count} probe(s); a run makes {suite.model_calls} model call(s) "
+        f"({turns} background turn(s) + {suite.probe_count} probe(s))"
+    )
+
+
+def show_failure(error: RuleDriftError, environ: Mapping[str, str]) -> None:
+    """What stopped a command before or instead of a run, on stderr; on a GitHub runner also as
+    annotations (a configuration problem at its FILE:LINE:COL) and a job-summary note."""
+    if isinstance(error, ConfigError):
+        shown = terminal_lines(str(error))
+        sys.stderr.write(f"{shown}\nerror: {len(error.issues)} problem(s) in the configuration\n")
+    else:
+        prefix = "usage error" if isinstance(error, UsageError) else "error"
+        sys.stderr.write(f"ruledrift: {prefix}: {terminal_lines(str(error))}\n")
+    sys.stderr.flush()
+    if not workflow_commands.enabled(environ):
+        return
+    for line in render_not_run_annotations(error, environ.get("GITHUB_WORKSPACE")):
+        output.command(line)
+    if environ.get("GITHUB_STEP_SUMMARY"):
+        append_summary(Path(environ["GITHUB_STEP_SUMMARY"]), render_not_run_summary(error))
+
+
+def report(request: saved.ReportRequest, display: Display, environ: Mapping[str, str]) -> int:
+    """`ruledrift report`: the terminal view of a saved report, the files it re-rendered."""
+    return show_saved(saved.report(request), display, environ)
+
+
+def merge(request: saved.MergeRequest, display: Display, environ: Mapping[str, str]) -> int:
+    """`ruledrift merge`: the merged run's terminal view and the files written."""
+    outcome = saved.merge(request)
+    if outcome.missing_shards:
+        total = len(request.reports) + len(outcome.missing_shards)
+        missing = ", ".join(f"{k}/{total}" for k in outcome.missing_shards)
+        sys.stderr.write(f"ruledrift: warning: partial merge: shard(s) {missing} not given\n")
+    if balance := outcome.result.balanced_by:
+        sys.stderr.write(
+            f"ruledrift: the shards were cut by the times in {terminal_safe(balance.report)} "
+            f"(the run started at {terminal_safe(balance.started_at)})\n"
+        )
+    return show_saved(outcome, display, environ)
+
+
+def show_saved(outcome: saved.ReportOutcome, display: Display, environ: Mapping[str, str]) -> int:
+    out = sys.stdout
+    tty = out.isatty()
+    options = TerminalOptions(
+        colour=tty and not display.no_color and not environ.get("NO_COLOR"),
+        previews=outcome.responses_included,
+        responses=outcome.responses_included,
+        quiet=display.quiet,
+    )
+    rendered = render_scenarios(outcome.result, options) + render_ending(outcome.result, options)
+    write_report_text(rendered, out, workflow_commands.enabled(environ))
+    for name, path in outcome.reports_written.items():
+        print(f"{name} report: {terminal_safe(str(path))}", file=out)
+    for reason in outcome.reports_failed.values():
+        sys.stderr.write(f"ruledrift: error: {terminal_safe(reason)}\n")
+    return int(outcome.exit_code)
+
+
+def render_scenarios(result: RunResult, options: TerminalOptions) -> str:
+    return "" if options.quiet else "".join(render_scenario(s, options) for s in result.scenarios)
+
+
+def compare(request: saved.CompareRequest) -> int:
+    """`ruledrift compare`: the comparison on stdout, the files written."""
+    outcome = saved.compare(request)
+    sys.stdout.write(render_comparison_text(outcome.comparison))
+    for name, path in outcome.written.items():
+        print(f"{name} comparison: {terminal_safe(str(path))}")
+    return int(outcome.exit_code)
