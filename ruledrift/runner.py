@@ -316,7 +316,8 @@ async def run_suite(
             listen.scenario_finished(book.result())
 
     async def play_auto(book: _ScenarioRuns) -> None:
-        while len(book.runs) < policy.max_repeat and (asked := book.undecided()):
+        assert design is not None
+        while len(book.runs) < design.cap and (asked := book.undecided()):
             run = new_run(book, asked)
             async with gate:
                 await run.play()

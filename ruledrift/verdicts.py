@@ -34,9 +34,9 @@ def is_decided(
     once the sequential test says holds or drifted, a run errored, or the cap is reached."""
     if policy.repeat != "auto":
         return len(runs) >= policy.repeat
-    if any(run.status == "error" for run in runs) or len(runs) >= policy.max_repeat:
-        return True
     assert design is not None
+    if any(run.status == "error" for run in runs) or len(runs) >= design.cap:
+        return True
     passes = sum(1 for run in runs if run.status == "passed")
     return bool(runs) and decide(passes, len(runs), design).verdict in ("holds", "drifted")
 
@@ -73,7 +73,7 @@ def _status(
         return "error", f"{errors} of {total} run(s) could not be made: the verdict is incomplete"
     if policy.repeat == "auto":
         assert design is not None
-        decision = decide(passes, min(total, design.max_runs), design)
+        decision = decide(passes, min(total, design.cap), design)
         status: Status = {"holds": "passed", "drifted": "failed"}.get(  # type: ignore[assignment]
             decision.verdict, "inconclusive"
         )
