@@ -29,6 +29,7 @@ from ruledrift.adapters.registry import adapter_type, create_adapter
 from ruledrift.adapters.transport import url_problem
 from ruledrift.config import load_suite
 from ruledrift.errors import AdapterError, ExitCode, ReportError, UsageError
+from ruledrift.findings import gate_words
 from ruledrift.model import (
     AdapterConfig,
     MatchesAssertion,
@@ -50,6 +51,7 @@ from ruledrift.reports.json_report import render_json
 from ruledrift.reports.junit import render_junit
 from ruledrift.runner import Events, not_run, run_suite
 from ruledrift.shards import Shard, shard_of
+from ruledrift.verdicts import gate_odds, sequential_design
 
 __all__ = [
     "REPORTERS",
@@ -273,21 +275,11 @@ def check_policy(policy: VerdictPolicy) -> None:
             raise UsageError("--min-pass-rate goes with --repeat N (auto decides by itself)")
         if not 0 < policy.min_pass_rate <= 1:
             raise UsageError("--min-pass-rate: expected a number above 0 and at most 1")
-    defaults = VerdictPolicy()
-    changed = [
-        option
-        for option, value, default in (
-            ("--holds-at", policy.holds_at, defaults.holds_at),
-            ("--drifted-at", policy.drifted_at, defaults.drifted_at),
-            ("--max-repeat", policy.max_repeat, defaults.max_repeat),
-        )
-        if value != default
-    ]
-    if changed and not auto:
-        raise UsageError(f"{', '.join(changed)} goes with --repeat auto")
+    if policy.max_repeat is not None and not auto:
+        raise UsageError("--max-repeat goes with --repeat auto")
     if not 0 < policy.drifted_at < policy.holds_at < 1:
         raise UsageError("expected 0 < --drifted-at < --holds-at < 1")
-    if not 2 <= policy.max_repeat <= MAX_REPEAT:
+    if policy.max_repeat is not None and not 2 <= policy.max_repeat <= MAX_REPEAT:
         raise UsageError(f"--max-repeat: expected a whole number from 2 to {MAX_REPEAT}")
 
 
@@ -307,6 +299,28 @@ def policy_argv(policy: VerdictPolicy) -> list[str]:
     if policy.inconclusive_passes:
         argv += ["--inconclusive", "pass"]
     return argv
+
+
+def most_runs(policy: VerdictPolicy, probes: int) -> int:
+    """The most runs a scenario takes under `policy` for a selection of `probes` probes."""
+    if policy.repeat == "auto":
+        return sequential_design(policy, probes).cap
+    return int(policy.repeat)
+
+
+def short_cap_warning(policy: VerdictPolicy, probes: int) -> str | None:
+    """What a `--max-repeat` below the cap that decides every probe costs, or None."""
+    if policy.repeat != "auto" or policy.max_repeat is None:
+        return None
+    odds = gate_odds(policy, probes)
+    if odds.decides_at_cap:
+        return None
+    effect = "passes" if policy.inconclusive_passes else "fails"
+    return (
+        f"--max-repeat {policy.max_repeat} is below the {odds.needed_cap} runs that decide every "
+        f"one of {probes} probe(s): a probe still undecided after {odds.cap} runs is "
+        f"inconclusive, which {effect} the run. {gate_words(odds, policy)}"
+    )
 
 
 def _temperature(config: AdapterConfig) -> object:
@@ -341,7 +355,8 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
     config = target_config(suite.adapter, request.target)
     reports = request.reports()
     check_reports(reports, suite.path)
-    runs = policy.max_repeat if policy.repeat == "auto" else policy.repeat
+    selection = sum(len(s.probes) for s in selected_scenarios)
+    runs = most_runs(policy, selection)
     observer.run_starting(
         RunPlan(
             suite,
@@ -350,6 +365,9 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
             model_calls=runs * sum(s.model_calls for s in scenarios),  # auto: at most
         )
     )
+    warning = short_cap_warning(policy, selection)
+    if warning:
+        observer.warning(warning)
     if policy.repeated and _temperature(config) == 0:
         observer.warning(
             "the suite sets temperature 0: its repeats measure only the server's own "
@@ -357,8 +375,7 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
         )
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
-        probes = sum(len(s.probes) for s in selected_scenarios)
-        result = asyncio.run(_execute(suite, config, request, scenarios, observer, probes))
+        result = asyncio.run(_execute(suite, config, request, scenarios, observer, selection))
     finally:
         observer.run_stopped()
         _restore_sigterm(sigterm)

@@ -20,6 +20,7 @@ from ruledrift.errors import ExitCode, RuleDriftError, UsageError
 if TYPE_CHECKING:
     from ruledrift.app import RunRequest, TargetOverrides
     from ruledrift.console import Display
+    from ruledrift.model import VerdictPolicy
 
 ISSUES_URL = "https://github.com/ruledrift/action/issues"
 CONCURRENCY = (1, 256)  # scenarios at once: more only queues requests at any real server
@@ -120,27 +121,31 @@ def _repeat_arguments(parser: argparse.ArgumentParser) -> None:
         type=_rate,
         default=0.95,
         metavar="P",
-        help="--repeat auto: the pass rate at which a rule holds (default 0.95)",
+        help="the pass rate at which a rule holds (default 0.95): --repeat auto tests it; with "
+        "--repeat N the summary states the chance that a suite of such rules goes red",
     )
     group.add_argument(
         "--drifted-at",
         type=_rate,
         default=0.80,
         metavar="P",
-        help="--repeat auto: the pass rate at which a rule has drifted (default 0.80)",
+        help="the pass rate at which a rule has drifted (default 0.80): --repeat auto tests it; "
+        "with --repeat N the summary states the chance of catching such a rule",
     )
     group.add_argument(
         "--max-repeat",
         type=_runs,
-        default=60,
         metavar="N",
-        help="--repeat auto: runs after which an undecided probe is inconclusive (default 60)",
+        help="--repeat auto: at most N runs of a probe (default: the cap that decides every "
+        "probe, derived from the number of probes: 37 for 1, 66 for 10, 105 for 200); below "
+        "that cap an undecided probe is inconclusive",
     )
     group.add_argument(
         "--inconclusive",
         choices=("fail", "pass"),
         default="fail",
-        help="what an inconclusive probe does to the run: fail (exit 1, the default) or pass",
+        help="with a --max-repeat below the derived cap: what an inconclusive probe does to the "
+        "run, fail (exit 1, the default) or pass",
     )
 
 
@@ -273,8 +278,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="also exit 1 when a probe is significantly worse than in the base",
     )
 
-    validate = commands.add_parser("validate", help="check a suite without running it")
+    validate = commands.add_parser(
+        "validate",
+        help="check a suite without running it; with --repeat, state what the repeats promise",
+    )
     validate.add_argument("config", metavar="CONFIG", help="the suite (a JSON file)")
+    validate.add_argument(
+        "--scenario", action="append", metavar="ID", help="only this scenario (repeatable)"
+    )
+    _repeat_arguments(validate)
 
     commands.add_parser("schema", help="print the suite's JSON Schema")
     return parser
@@ -284,17 +296,8 @@ def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
     """The parsed `run` arguments as the application's request and the display choices."""
     from ruledrift.app import RunRequest  # imported late: `--help` stays fast
     from ruledrift.console import Display
-    from ruledrift.model import VerdictPolicy
     from ruledrift.shards import parse_shard
 
-    policy = VerdictPolicy(
-        repeat=args.repeat,
-        min_pass_rate=args.min_pass_rate,
-        holds_at=args.holds_at,
-        drifted_at=args.drifted_at,
-        max_repeat=args.max_repeat,
-        inconclusive_passes=args.inconclusive == "pass",
-    )
     request = RunRequest(
         config=Path(args.config),
         json=Path(args.json) if args.json else None,
@@ -305,11 +308,25 @@ def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
         concurrency=args.concurrency,
         scenarios=tuple(args.scenario or ()),
         target=target_overrides(args),
-        policy=policy,
+        policy=verdict_policy(args),
         shard=parse_shard(args.shard, os.environ) if args.shard else None,
         max_calls=args.max_calls,
     )
     return request, Display(quiet=args.quiet, no_color=args.no_color, github=args.github)
+
+
+def verdict_policy(args: argparse.Namespace) -> VerdictPolicy:
+    """The repeat options as a policy."""
+    from ruledrift.model import VerdictPolicy
+
+    return VerdictPolicy(
+        repeat=args.repeat,
+        min_pass_rate=args.min_pass_rate,
+        holds_at=args.holds_at,
+        drifted_at=args.drifted_at,
+        max_repeat=args.max_repeat,
+        inconclusive_passes=args.inconclusive == "pass",
+    )
 
 
 def target_overrides(args: argparse.Namespace) -> TargetOverrides:
@@ -342,7 +359,11 @@ def _run(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from ruledrift import app, console
 
-    console.show_validation(Path(args.config), app.validate(Path(args.config)))
+    policy = verdict_policy(args)
+    app.check_policy(policy)
+    suite = app.validate(Path(args.config))
+    scenarios = app.select_scenarios(suite, tuple(args.scenario or ()))
+    console.show_validation(Path(args.config), suite, scenarios, policy)
     return ExitCode.PASSED
 
 

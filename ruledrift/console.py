@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
 
 from ruledrift import app, output, saved
 from ruledrift.errors import ConfigError, RuleDriftError, UsageError
-from ruledrift.model import ProbeResult, RunResult, Scenario, ScenarioResult, Suite
+from ruledrift.findings import gate_words
+from ruledrift.model import ProbeResult, RunResult, Scenario, ScenarioResult, Suite, VerdictPolicy
 from ruledrift.ollama.api import PullProgress
 from ruledrift.reports import github, workflow_commands
 from ruledrift.reports.comparison import render_comparison_text
@@ -31,6 +32,7 @@ from ruledrift.reports.terminal import (
     render_scenario,
 )
 from ruledrift.text import terminal_lines, terminal_safe
+from ruledrift.verdicts import gate_odds
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,14 @@ def pull(request: app.PullRequest) -> app.PullOutcome:
     return outcome
 
 
-def show_validation(config: Path, suite: Suite) -> None:
+def show_validation(
+    config: Path,
+    suite: Suite,
+    scenarios: Sequence[Scenario] | None = None,
+    policy: VerdictPolicy | None = None,
+) -> None:
+    """The counts of a valid suite and the model calls a run makes; with repeats, what they
+    promise the selected probes (`gate_words`) and the calls the repeats make at most."""
     turns = sum(s.turns_needed for s in suite.scenarios)
     shown = terminal_safe(str(config))
     print(
@@ -201,6 +210,16 @@ def show_validation(config: Path, suite: Suite) -> None:
         f"{suite.probe_count} probe(s); a run makes {suite.model_calls} model call(s) "
         f"({turns} background turn(s) + {suite.probe_count} probe(s))"
     )
+    policy = policy or VerdictPolicy()
+    if not policy.repeated:
+        return
+    chosen = suite.scenarios if scenarios is None else tuple(scenarios)
+    probes = sum(len(s.probes) for s in chosen)
+    calls = app.most_runs(policy, probes) * sum(s.model_calls for s in chosen)
+    odds = gate_odds(policy, probes)
+    prefix = "" if odds.within_bounds else "warning: "
+    print(f"{prefix}{terminal_safe(gate_words(odds, policy))}")
+    print(f"repeats: at most {calls} model call(s) for the {len(chosen)} selected scenario(s)")
 
 
 def show_failure(error: RuleDriftError, environ: Mapping[str, str]) -> None:

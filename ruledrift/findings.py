@@ -29,9 +29,11 @@ from ruledrift.model import (
     RunResult,
     ScenarioResult,
     Status,
+    VerdictPolicy,
     combined_status,
 )
 from ruledrift.stats import PassRate, pass_rate
+from ruledrift.verdicts import GateOdds, gate_odds
 
 Story = Literal["held", "drifted", "never-obeyed", "not-monotonic", "undecided", "not-run"]
 Flag = Literal["empty-answer", "cut-answer", "identical-answer"]
@@ -245,3 +247,77 @@ def by_paraphrase(result: ProbeResult) -> list[tuple[int, int, int]]:
             tally[0] += run.status == "passed"
             tally[1] += 1
     return [(index, passes, runs) for index, (passes, runs) in sorted(counts.items())]
+
+
+# --- what the repeat policy promises -----------------------------------------------------------
+
+
+def share(value: float) -> str:
+    """A chance as words: one decimal, never a false 0% or 100%."""
+    if value >= 0.9995:
+        return "more than 99.9%"
+    if 0 < value < 0.0005:
+        return "less than 0.1%"
+    return f"{value:.1%}"
+
+
+def policy_odds(result: RunResult) -> GateOdds | None:
+    """What the run's repeat policy promises its suite (None for a single run, and for a saved
+    report whose policy no design fits)."""
+    policy = result.policy
+    if not policy.repeated:
+        return None
+    try:
+        return gate_odds(policy, max(policy.probes or len(result.probes), 1))
+    except (ValueError, OverflowError, TypeError):
+        return None
+
+
+def gate_words(odds: GateOdds, policy: VerdictPolicy) -> str:
+    """The policy and what it does to a suite of `odds.probes` probes, in one sentence; for
+    fixed repeats outside the bounds, when `--repeat auto` is the better gate."""
+    holds, drifted = f"{odds.holds_at:.0%}", f"{odds.drifted_at:.0%}"
+    red = f"a suite whose rules all hold at {holds} goes red {share(odds.red_when_holding)}"
+    if policy.repeat == "auto":
+        cap = f"at most {odds.cap} runs a probe"
+        catch = "is named drifted" if odds.decides_at_cap else "fails the run"
+        words = (
+            f"--repeat auto for {odds.probes} probe(s), {cap}: {red} of the time, and a probe "
+            f"at {drifted} {catch} {share(odds.caught)} of the time"
+        )
+        bounds = f"at most {odds.alpha:.0%} and at least {1 - odds.beta:.0%}"
+        if odds.within_bounds:
+            return f"{words} ({bounds}, as promised)"
+        return f"{words}; the cap RuleDrift derives ({odds.needed_cap} runs) keeps these {bounds}"
+    rule = (
+        "every run must pass"
+        if policy.min_pass_rate is None
+        else f"at least {policy.min_pass_rate:.0%} of runs must pass"
+    )
+    words = (
+        f"--repeat {policy.repeat} ({rule}) for {odds.probes} probe(s): {red} of the time, and "
+        f"a probe at {drifted} is caught {share(odds.caught)} of the time"
+    )
+    if odds.within_bounds:
+        return words
+    return (
+        f"{words}; --repeat auto keeps these at most {odds.alpha:.0%} and at least "
+        f"{1 - odds.beta:.0%} (docs/statistics.md)"
+    )
+
+
+def policy_promise(result: RunResult) -> tuple[str, bool] | None:
+    """`gate_words` for the run as a sentence, and whether the policy keeps its bounds (None
+    for a single run, or a saved report's policy that no design fits)."""
+    odds = policy_odds(result)
+    if odds is None:
+        return None
+    words = gate_words(odds, result.policy)
+    return f"{words[0].upper()}{words[1:]}.", odds.within_bounds
+
+
+def policy_cap(result: RunResult) -> str:
+    """ ", at most N runs" for `--repeat auto` (the cap in force), else ""."""
+    odds = policy_odds(result)
+    cap = odds.cap if odds is not None else result.policy.max_repeat
+    return f", at most {cap} runs" if cap is not None else ""

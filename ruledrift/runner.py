@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -286,10 +286,12 @@ async def run_suite(
     listen = events or NoEvents()
     chosen = tuple(suite.scenarios if scenarios is None else scenarios)
     design = None
-    if policy.repeat == "auto":
+    if policy.repeated:
         # the false-alarm bound is split over the whole selection, also for one shard of it,
         # so that shards decide exactly as one unsharded run would
-        design = sequential_design(policy, suite_probes or sum(len(s.probes) for s in chosen))
+        policy = replace(policy, probes=suite_probes or sum(len(s.probes) for s in chosen))
+    if policy.repeat == "auto":
+        design = sequential_design(policy, policy.probes or 1)
     books = [_ScenarioRuns(s, policy, design) for s in chosen]
     budget = CallBudget(max_calls)
 

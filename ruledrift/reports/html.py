@@ -26,6 +26,8 @@ from ruledrift.findings import (
     RuleDrift,
     RuleStory,
     drift_curve,
+    policy_cap,
+    policy_promise,
     probe_flags,
     rule_stories,
     suspicious,
@@ -244,7 +246,7 @@ def _policy_line(result: RunResult) -> Html | None:
         words = (
             f"--repeat auto: each probe ran until a sequential test decided between a pass rate "
             f"of at least {policy.holds_at:.0%} (holds) and at most {policy.drifted_at:.0%} "
-            f"(drifted), at most {policy.max_repeat} runs"
+            f"(drifted){policy_cap(result)}"
         )
     elif policy.min_pass_rate is not None:
         words = (
@@ -253,6 +255,9 @@ def _policy_line(result: RunResult) -> Html | None:
         )
     else:
         words = f"--repeat {policy.repeat}: a probe passes only if every run passes"
+    promise = policy_promise(result)
+    if promise is not None:
+        words = f"{words}. {promise[0]}"
     return el("p", el("strong", "Repeats: "), words, class_="policy")
 
 

@@ -20,6 +20,8 @@ from ruledrift.findings import (
     FLAG_TEXT,
     RuleDrift,
     drift_curve,
+    policy_cap,
+    policy_promise,
     rule_stories,
     suspicious,
     target_warnings,
@@ -171,6 +173,14 @@ def _head(result: RunResult, config: str) -> str:
 
 
 def _policy_words(result: RunResult) -> str:
+    promise = policy_promise(result)
+    if promise is None:
+        return _policy_rule(result)
+    words, kept = promise
+    return f"{_policy_rule(result)}. {'' if kept else '⚠️ '}{markdown(words)}"
+
+
+def _policy_rule(result: RunResult) -> str:
     policy = result.policy
     undecided = result.count("inconclusive")
     tail = f"; ❔ {undecided} inconclusive" if undecided else ""
@@ -178,7 +188,7 @@ def _policy_words(result: RunResult) -> str:
         return (
             f"`--repeat auto`: each probe ran until a sequential test decided between a pass "
             f"rate of at least {policy.holds_at:.0%} (holds) and at most {policy.drifted_at:.0%} "
-            f"(drifted), at most {policy.max_repeat} runs{tail}"
+            f"(drifted){policy_cap(result)}{tail}"
         )
     if policy.min_pass_rate is not None:
         return (

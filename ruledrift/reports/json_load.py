@@ -602,10 +602,11 @@ def _policy(rendered: dict[str, Any] | None) -> VerdictPolicy:
         min_pass_rate=rendered["minPassRate"],
         holds_at=rendered.get("holdsAt", default.holds_at),
         drifted_at=rendered.get("driftedAt", default.drifted_at),
-        max_repeat=rendered.get("maxRepeat", default.max_repeat),
+        max_repeat=None if rendered.get("capDerived") else rendered.get("maxRepeat"),
         alpha=rendered.get("alpha", default.alpha),
         beta=rendered.get("beta", default.beta),
         inconclusive_passes=rendered["inconclusive"] == "pass",
+        probes=rendered.get("probes"),
     )
 
 
