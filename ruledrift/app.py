@@ -18,7 +18,7 @@ import dataclasses
 import os
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -137,6 +137,7 @@ class RunRequest:
     policy: VerdictPolicy = field(default_factory=VerdictPolicy)  # --repeat and its verdicts
     shard: Shard | None = None  # --shard K/N: only this shard's scenarios
     max_calls: int | None = None  # --max-calls: no call is started once this many were made
+    seed: int | None = None  # --seed: the run's seed (default: the suite's, else drawn)
 
     def reports(self) -> dict[str, Path]:
         """The reports asked for, by REPORTERS name."""
@@ -158,6 +159,8 @@ class RunRequest:
             argv += ["--shard", str(self.shard)]
         if self.max_calls is not None:
             argv += ["--max-calls", str(self.max_calls)]
+        if self.seed is not None:
+            argv += ["--seed", str(self.seed)]
         return argv + self.target.argv() + policy_argv(self.policy)
 
 
@@ -323,11 +326,6 @@ def short_cap_warning(policy: VerdictPolicy, probes: int) -> str | None:
     )
 
 
-def _temperature(config: AdapterConfig) -> object:
-    options = getattr(config, "options", None)
-    return options.get("temperature") if isinstance(options, Mapping) else None
-
-
 # --- validate, run, pull ---------------------------------------------------------------------
 
 
@@ -368,11 +366,6 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
     warning = short_cap_warning(policy, selection)
     if warning:
         observer.warning(warning)
-    if policy.repeated and _temperature(config) == 0:
-        observer.warning(
-            "the suite sets temperature 0: its repeats measure only the server's own "
-            "nondeterminism (batching, caches), not the model's sampling"
-        )
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
         result = asyncio.run(_execute(suite, config, request, scenarios, observer, selection))
@@ -435,9 +428,11 @@ def run_against(
     scenarios: Sequence[str] = (),
     observer: RunObserver | None = None,
     policy: VerdictPolicy | None = None,
+    seed: int | None = None,
 ) -> RunResult:
     """Run a loaded suite against an adapter of your own (any object with the `Adapter`
-    protocol's four methods, e.g. your agent called in-process). Opens and closes it."""
+    protocol's four methods, e.g. your agent called in-process). Opens and closes it. `seed`:
+    the run's seed (`context.seed` of run r is seed + r; default: the suite's, else drawn)."""
     policy = policy or VerdictPolicy()
     check_policy(policy)
     return asyncio.run(
@@ -448,6 +443,7 @@ def run_against(
             select_scenarios(suite, scenarios),
             observer or SilentObserver(),
             policy,
+            seed=seed,
         )
     )
 
@@ -461,6 +457,7 @@ async def _run_adapter(
     policy: VerdictPolicy,
     max_calls: int | None = None,
     suite_probes: int | None = None,
+    seed: int | None = None,
 ) -> RunResult:
     regex = RegexEvaluator()
     if any(
@@ -483,6 +480,7 @@ async def _run_adapter(
             policy=policy,
             max_calls=max_calls,
             suite_probes=suite_probes,
+            seed=seed,
         )
     finally:
         try:
@@ -566,6 +564,7 @@ async def _execute(
                 request.policy,
                 request.max_calls,
                 suite_probes,
+                request.seed,
             )
     except AdapterError as cause:  # the managed server did not start or could not pull
         observer.warning(f"the target could not start: {cause}")

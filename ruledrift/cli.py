@@ -98,6 +98,12 @@ def _runs(text: str) -> int:
     raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
 
 
+def _seed(text: str) -> int:
+    if text.isascii() and text.isdigit() and len(text) <= 15:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a whole number of at most 15 digits, got {text!r}")
+
+
 def _repeat_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "repeats", "run each scenario several times and decide each probe from all its runs"
@@ -224,6 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="start no model call once N have been made; what is left is reported as not run",
     )
+    run.add_argument(
+        "--seed",
+        type=_seed,
+        metavar="N",
+        help="the run's seed: run r sends context.seed N + r to a command agent, and the "
+        "paraphrases are drawn from it (default: the suite's seed, else one drawn at random; "
+        "kept in the JSON report). The HTTP adapters send the suite's seed + r",
+    )
     run.add_argument("--quiet", action="store_true", help="print only the summary")
     run.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
     run.add_argument(
@@ -311,6 +325,7 @@ def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
         policy=verdict_policy(args),
         shard=parse_shard(args.shard, os.environ) if args.shard else None,
         max_calls=args.max_calls,
+        seed=args.seed,
     )
     return request, Display(quiet=args.quiet, no_color=args.no_color, github=args.github)
 

@@ -77,12 +77,9 @@ class Probe:
         str, ...
     ] = ()  # every wording when `prompt` is a list (the first is `prompt`)
 
-    def wording(self, run: int) -> tuple[int, str]:
-        """The paraphrase run `run` asks, and its index: run r asks r mod their number."""
-        if not self.paraphrases:
-            return 0, self.prompt
-        index = run % len(self.paraphrases)
-        return index, self.paraphrases[index]
+    def wording(self, index: int) -> str:
+        """The paraphrase at `index` (`prompt` when there is one wording)."""
+        return self.paraphrases[index] if self.paraphrases else self.prompt
 
 
 @dataclass(frozen=True)
@@ -305,6 +302,8 @@ class RunResult:
     interrupted: bool = False
     policy: VerdictPolicy = field(default_factory=VerdictPolicy)
     shard: ShardInfo | None = None  # `--shard K/N`: this run holds shard K of N
+    seed: int | None = None  # run r's context.seed is seed + r; the paraphrases are drawn from it
+    temperature: float | None = None  # the temperature the suite sends (None: not set)
 
     @property
     def probes(self) -> list[ProbeResult]:

@@ -23,11 +23,15 @@ from ruledrift.model import Probe, ProbeResult, ProbeRun, Status, VerdictPolicy
 from ruledrift.stats import (
     SequentialDesign,
     Verdict,
-    binomial_pmf,
+    beta_binomial_pmf,
     decide,
     operating_characteristic,
     pass_rate,
 )
+
+# The intra-run correlation the warnings about dependent runs quote: runs of a probe that share
+# more than the probe (a cache, a fixed seed, temperature 0) agree more often than chance.
+CORRELATION = 0.05
 
 _STATUS: dict[Verdict, Status] = {
     "holds": "passed",
@@ -135,9 +139,11 @@ class GateOdds:
 
     `red_when_holding`: the chance the suite goes red when every rule holds at `holds_at`;
     `caught`: the chance that a probe at `drifted_at` fails the run (under `--repeat auto` with
-    the default cap: that it is named drifted). `cap` is the most runs a probe takes under
-    "auto" and `decides_at_cap` whether every probe is decided by it; `needed_cap` is the cap
-    that would decide every probe (differs from `cap` only for a given, shorter cap).
+    the default cap: that it is named drifted). `red_when_correlated` is `red_when_holding` when
+    the runs of each probe are not independent but correlated by CORRELATION (beta-binomial).
+    `cap` is the most runs a probe takes under "auto" and `decides_at_cap` whether every probe
+    is decided by it; `needed_cap` is the cap that would decide every probe (differs from `cap`
+    only for a given, shorter cap).
     """
 
     probes: int
@@ -150,6 +156,7 @@ class GateOdds:
     cap: int | None = None
     decides_at_cap: bool = True
     needed_cap: int | None = None
+    red_when_correlated: float = 0.0  # as red_when_holding, runs correlated by CORRELATION
 
     @property
     def within_bounds(self) -> bool:
@@ -162,14 +169,18 @@ class GateOdds:
         return 1 - self.caught**attempts
 
 
-def _fixed_passes(runs: int, min_pass_rate: float | None, pass_rate_: float) -> float:
-    """The chance a probe at `pass_rate_` passes `runs` runs under the fixed rule."""
+def _fixed_passes(
+    runs: int, min_pass_rate: float | None, pass_rate_: float, correlation: float = 0.0
+) -> float:
+    """The chance a probe at `pass_rate_` passes `runs` runs under the fixed rule (its runs
+    correlated by `correlation`)."""
     needed = (
         runs
         if min_pass_rate is None
         else next((k for k in range(runs + 1) if k / runs >= min_pass_rate), runs + 1)
     )
-    return _chance(math.fsum(binomial_pmf(k, runs, pass_rate_) for k in range(needed, runs + 1)))
+    chances = (beta_binomial_pmf(k, runs, pass_rate_, correlation) for k in range(needed, runs + 1))
+    return _chance(math.fsum(chances))
 
 
 def _chance(value: float) -> float:
@@ -190,13 +201,22 @@ def gate_odds(policy: VerdictPolicy, probes: int) -> GateOdds:
         runs = int(policy.repeat)
         holding = _fixed_passes(runs, policy.min_pass_rate, policy.holds_at)
         drifted = _fixed_passes(runs, policy.min_pass_rate, policy.drifted_at)
-        return GateOdds(*common, _chance(1 - holding**probes), _chance(1 - drifted), *bounds)
+        correlated = _fixed_passes(runs, policy.min_pass_rate, policy.holds_at, CORRELATION)
+        return GateOdds(
+            *common,
+            _chance(1 - holding**probes),
+            _chance(1 - drifted),
+            *bounds,
+            red_when_correlated=_chance(1 - correlated**probes),
+        )
     design = sequential_design(policy, probes)
     at_holds = operating_characteristic(design, policy.holds_at)
     at_drifted = operating_characteristic(design, policy.drifted_at)
     open_fails = 0.0 if policy.inconclusive_passes else 1.0
     fails = at_holds.drifted + open_fails * at_holds.inconclusive
     caught = at_drifted.drifted + open_fails * at_drifted.inconclusive
+    at_holds_correlated = operating_characteristic(design, policy.holds_at, CORRELATION)
+    correlated_fails = at_holds_correlated.drifted + open_fails * at_holds_correlated.inconclusive
     needed = design
     if not design.decides_at_cap:
         needed = sequential_design(dataclasses.replace(policy, max_repeat=None), probes)
@@ -208,4 +228,5 @@ def gate_odds(policy: VerdictPolicy, probes: int) -> GateOdds:
         cap=design.cap,
         decides_at_cap=design.decides_at_cap,
         needed_cap=needed.cap,
+        red_when_correlated=_chance(1 - (1 - correlated_fails) ** probes),
     )

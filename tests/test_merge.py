@@ -55,7 +55,14 @@ def sharded(tmp_path: Path, path: Path, total: int, *args: str) -> list[Path]:
     return reports
 
 
-@pytest.mark.parametrize("args", [(), ("--repeat", "3"), ("--repeat", "auto", "--max-repeat", "8")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--seed", "7"),
+        ("--seed", "7", "--repeat", "3"),
+        ("--seed", "7", "--repeat", "auto", "--max-repeat", "8"),
+    ],
+)
 def test_merged_shards_equal_an_unsharded_run(tmp_path: Path, args: tuple[str, ...]) -> None:
     path = suite(tmp_path, "--leak-probability", "0.3")
     whole = tmp_path / "whole.json"

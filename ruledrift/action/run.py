@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import secrets
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +33,7 @@ from ruledrift.reports.comparison import render_comparison_markdown
 from ruledrift.reports.job_summary import append_summary
 from ruledrift.reports.json_load import read_report
 from ruledrift.reports.workflow_commands import workflow_command
+from ruledrift.runner import SEED_RANGE, configured_seed
 from ruledrift.text import markdown_inline, terminal_safe
 
 PROBE_TIMEOUT_S = 2.0
@@ -125,9 +127,13 @@ def target_overrides(settings: Settings, managed: bool) -> app.TargetOverrides:
     )
 
 
-def run_request(settings: Settings, managed: bool) -> tuple[app.RunRequest, console.Display]:
+def run_request(
+    settings: Settings, managed: bool, suite: Suite | None = None
+) -> tuple[app.RunRequest, console.Display]:
     """The request the inputs describe: `args` parsed as `ruledrift run` options, then the
-    inputs that have options of their own (refused in `args`)."""
+    inputs that have options of their own (refused in `args`). For a `suite` (the loaded
+    config) that sets no seed, unless `args` give one, a seed is drawn, so that the logged
+    command line reproduces the run."""
     config = Path(settings.config)
     request, display = cli.parse_run(["run", app.path_argument(config), *settings.args])
     request = dataclasses.replace(
@@ -143,6 +149,8 @@ def run_request(settings: Settings, managed: bool) -> tuple[app.RunRequest, cons
         ),
         shard=settings.shard,
     )
+    if request.seed is None and suite is not None and configured_seed(suite.adapter) is None:
+        request = dataclasses.replace(request, seed=secrets.randbelow(SEED_RANGE))
     return request, display
 
 
@@ -176,7 +184,7 @@ def _pull_then_run(
     outcomes: list[app.RunOutcome] = []
 
     def run() -> int:
-        request, display = run_request(settings, managed)
+        request, display = run_request(settings, managed, suite)
         log(f"ruledrift {shlex.join([*request.argv(), *display.argv()])}")
         outcomes.append(console.run(request, display))
         return int(outcomes[0].exit_code)

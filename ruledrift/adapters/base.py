@@ -39,6 +39,7 @@ class CallContext:
     probe: str | None = None  # kind "probe"
     after_turn: int | None = None  # kind "probe"
     run: int = 0  # which run of the scenario (`--repeat`): adapters add it to a configured seed
+    seed: int | None = None  # this run's seed (the run's seed + run), for agents that sample
 
 
 @dataclass(frozen=True)

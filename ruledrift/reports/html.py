@@ -26,6 +26,7 @@ from ruledrift.findings import (
     RuleDrift,
     RuleStory,
     drift_curve,
+    independence_warnings,
     policy_cap,
     policy_promise,
     probe_flags,
@@ -181,6 +182,9 @@ def _header(result: RunResult) -> Html:
         errors = dict.fromkeys(p.error or "could not be run" for p in result.probes)
         notes += [_note("error", f"Cause: {_cut(e)}") for e in list(errors)[:3]]
     notes += [_note("warning", f"Warning: {_cut(w)}") for w in target_warnings(result)]
+    notes += [
+        _note("warning independence", f"Warning: {_cut(w)}") for w in independence_warnings(result)
+    ]
     return el(
         "header",
         el(

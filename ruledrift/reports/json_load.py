@@ -436,6 +436,8 @@ def _build(report: dict[str, Any], source: str) -> SavedReport:
         interrupted=report["summary"]["interrupted"],
         policy=_policy(report.get("policy")),
         shard=_shard(report["suite"].get("shard")),
+        seed=(report.get("policy") or {}).get("seed"),
+        temperature=(report.get("policy") or {}).get("temperature"),
     )
     return SavedReport(result, report["responsesIncluded"], report["tool"]["version"])
 

@@ -15,6 +15,7 @@ import ruledrift
 from ruledrift.findings import (
     by_paraphrase,
     drift_curve,
+    identical_answers,
     policy_odds,
     probe_flags,
     rule_stories,
@@ -121,6 +122,11 @@ def _repeats(result: RunResult) -> dict[str, Any]:
             "suiteRedWhenHolding": odds.red_when_holding,
             "caughtWhenDrifted": odds.caught,
         }
+    rendered |= {
+        **({"seed": result.seed} if result.seed is not None else {}),
+        "temperature": result.temperature,
+        "identicalAnswers": identical_answers(result),
+    }
     if policy.repeat == "auto":
         cap = odds.cap if odds is not None else policy.max_repeat
         rendered |= {

@@ -12,6 +12,7 @@ from ruledrift.findings import (
     by_paraphrase,
     drift_curve,
     gate_words,
+    independence_warnings,
     policy_odds,
     probe_flags,
     rule_stories,
@@ -95,6 +96,7 @@ def render_ending(result: RunResult, options: TerminalOptions) -> str:
         lines.append("")
     lines.append(summary_line(result))
     lines += [terminal_safe(line) for line in repeats_lines(result)]
+    lines += [f"warning: {terminal_safe(w)}" for w in independence_warnings(result)]
     verdict = {
         "passed": "PASSED: every probe kept its rule",
         "failed": "FAILED: the target broke a rule",

@@ -29,6 +29,7 @@ from ruledrift.stats.compare import (
 )
 from ruledrift.stats.intervals import (
     PassRate,
+    beta_binomial_pmf,
     binomial_pmf,
     normal_quantile,
     pass_rate,
@@ -56,6 +57,7 @@ __all__ = [
     "PassRate",
     "SequentialDesign",
     "Verdict",
+    "beta_binomial_pmf",
     "binomial_pmf",
     "compare",
     "compare_suite",

@@ -78,12 +78,23 @@ def _check_rates(holds_at: float, drifted_at: float, alpha: float, beta: float) 
         raise ValueError(f"alpha and beta must be strictly between 0 and 1, not {alpha}, {beta}")
 
 
-def _advance(undecided: Sequence[float], pass_rate: float) -> list[float]:
-    """The chances of each failure count after one more run, from those before it."""
+def _advance(undecided: Sequence[float], pass_rate: float, correlation: float = 0.0) -> list[float]:
+    """The chances of each failure count after one more run, from those before it.
+
+    With a `correlation` ρ > 0 between the runs of a probe, the probe's pass rate is itself
+    drawn once, from a beta distribution with mean `pass_rate` (the beta-binomial model, whose
+    intra-class correlation is ρ): after n runs with f failures the next run passes with chance
+    (a + n − f) / (a + b + n), a = pass_rate·(1 − ρ)/ρ, b = (1 − pass_rate)·(1 − ρ)/ρ.
+    """
+    runs = len(undecided) - 1
     step = [0.0] * (len(undecided) + 1)
     for failures, chance in enumerate(undecided):
-        step[failures] += chance * pass_rate
-        step[failures + 1] += chance * (1 - pass_rate)
+        passing = pass_rate
+        if correlation and 0 < pass_rate < 1:
+            weight = (1 - correlation) / correlation
+            passing = (pass_rate * weight + runs - failures) / (weight + runs)
+        step[failures] += chance * passing
+        step[failures + 1] += chance * (1 - passing)
     return step
 
 
@@ -331,13 +342,18 @@ class OperatingCharacteristic:
         return len(self.stops) - 1
 
 
-def operating_characteristic(design: SequentialDesign, pass_rate: float) -> OperatingCharacteristic:
-    """How `design` ends for a probe passing with probability `pass_rate`, computed exactly."""
+def operating_characteristic(
+    design: SequentialDesign, pass_rate: float, correlation: float = 0.0
+) -> OperatingCharacteristic:
+    """How `design` ends for a probe passing with probability `pass_rate`, computed exactly; with
+    a `correlation` between its runs (see `_advance`), under the beta-binomial model."""
+    if not 0 <= correlation < 1:
+        raise ValueError(f"need 0 <= correlation < 1, not {correlation}")
     undecided = [1.0]  # undecided[f]: chance of f failures so far with no verdict yet
     holds = drifted = 0.0
     stops = [0.0]
     for runs in range(1, design.cap + 1):
-        undecided = _advance(undecided, pass_rate)
+        undecided = _advance(undecided, pass_rate, correlation)
         lowest, highest = design.holds_up_to(runs), design.drifted_from(runs)
         now_holds, now_drifted = math.fsum(undecided[: lowest + 1]), math.fsum(undecided[highest:])
         for failures in [*range(max(lowest + 1, 0)), *range(highest, runs + 1)]:
