@@ -18,6 +18,7 @@ from ruledrift.errors import EXIT_CODE_MEANINGS, ArgumentsExit, ExitCode, UsageE
 if TYPE_CHECKING:
     from ruledrift.app import RunRequest, TargetOverrides
     from ruledrift.console.commands import Display
+    from ruledrift.data import VerdictPolicy
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,6 +90,12 @@ def _runs(text: str) -> int:
     raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
 
 
+def _seed(text: str) -> int:
+    if text.isascii() and text.isdigit() and len(text) <= 15:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a whole number of at most 15 digits, got {text!r}")
+
+
 def _repeat_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "repeats", "run each scenario several times and decide each probe from all its runs"
@@ -112,27 +119,31 @@ def _repeat_arguments(parser: argparse.ArgumentParser) -> None:
         type=_rate,
         default=0.95,
         metavar="P",
-        help="--repeat auto: the pass rate at which a rule holds (default 0.95)",
+        help="the pass rate at which a rule holds (default 0.95): --repeat auto tests it; with "
+        "--repeat N the summary states the chance that a suite of such rules goes red",
     )
     group.add_argument(
         "--drifted-at",
         type=_rate,
         default=0.80,
         metavar="P",
-        help="--repeat auto: the pass rate at which a rule has drifted (default 0.80)",
+        help="the pass rate at which a rule has drifted (default 0.80): --repeat auto tests it; "
+        "with --repeat N the summary states the chance of catching such a rule",
     )
     group.add_argument(
         "--max-repeat",
         type=_runs,
-        default=60,
         metavar="N",
-        help="--repeat auto: runs after which an undecided probe is inconclusive (default 60)",
+        help="--repeat auto: at most N runs of a probe (default: the cap that decides every "
+        "probe, derived from the number of probes: 37 for 1, 66 for 10, 105 for 200); below "
+        "that cap an undecided probe is inconclusive",
     )
     group.add_argument(
         "--inconclusive",
         choices=("fail", "pass"),
         default="fail",
-        help="what an inconclusive probe does to the run: fail (exit 1, the default) or pass",
+        help="with a --max-repeat below the derived cap: what an inconclusive probe does to the "
+        "run, fail (exit 1, the default) or pass",
     )
 
 
@@ -219,6 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="start no model call once N have been made; what is left is reported as not run",
     )
+    run.add_argument(
+        "--seed",
+        type=_seed,
+        metavar="N",
+        help="the run's seed: run r sends context.seed N + r to a command agent, and the "
+        "paraphrases are drawn from it (default: the suite's seed, else one drawn at random; "
+        "kept in the JSON report). The HTTP adapters send the suite's seed + r",
+    )
     run.add_argument("--quiet", action="store_true", help="print only the summary")
     run.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
     run.add_argument(
@@ -273,8 +292,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="also exit 1 when a probe is significantly worse than in the base",
     )
 
-    validate = commands.add_parser("validate", help="check a suite without running it")
+    validate = commands.add_parser(
+        "validate",
+        help="check a suite without running it; with --repeat, state what the repeats promise",
+    )
     validate.add_argument("config", metavar="CONFIG", help="the suite (a JSON file)")
+    validate.add_argument(
+        "--scenario", action="append", metavar="ID", help="only this scenario (repeatable)"
+    )
+    _repeat_arguments(validate)
 
     commands.add_parser("schema", help="print the suite's JSON Schema")
     return parser
@@ -285,16 +311,7 @@ def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
     from ruledrift.app import RunRequest  # imported late: `--help` stays fast
     from ruledrift.app.options import parse_shard
     from ruledrift.console.commands import Display
-    from ruledrift.data import VerdictPolicy
 
-    policy = VerdictPolicy(
-        repeat=args.repeat,
-        min_pass_rate=args.min_pass_rate,
-        holds_at=args.holds_at,
-        drifted_at=args.drifted_at,
-        max_repeat=args.max_repeat,
-        inconclusive_passes=args.inconclusive == "pass",
-    )
     request = RunRequest(
         config=Path(args.config),
         json=Path(args.json) if args.json else None,
@@ -305,12 +322,27 @@ def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
         concurrency=args.concurrency,
         scenarios=tuple(args.scenario or ()),
         target=target_overrides(args),
-        policy=policy,
+        policy=verdict_policy(args),
         shard=parse_shard(args.shard, os.environ) if args.shard else None,
         shard_balance=Path(args.shard_balance) if args.shard_balance else None,
         max_calls=args.max_calls,
+        seed=args.seed,
     )
     return request, Display(quiet=args.quiet, no_color=args.no_color, github=args.github)
+
+
+def verdict_policy(args: argparse.Namespace) -> VerdictPolicy:
+    """The repeat options as a policy."""
+    from ruledrift.data import VerdictPolicy
+
+    return VerdictPolicy(
+        repeat=args.repeat,
+        min_pass_rate=args.min_pass_rate,
+        holds_at=args.holds_at,
+        drifted_at=args.drifted_at,
+        max_repeat=args.max_repeat,
+        inconclusive_passes=args.inconclusive == "pass",
+    )
 
 
 def target_overrides(args: argparse.Namespace) -> TargetOverrides:
@@ -344,7 +376,11 @@ def _validate(args: argparse.Namespace) -> int:
     from ruledrift import app
     from ruledrift.console import commands as console
 
-    console.show_validation(Path(args.config), app.validate(Path(args.config)))
+    policy = verdict_policy(args)
+    app.check_policy(policy)
+    suite = app.validate(Path(args.config))
+    scenarios = app.select_scenarios(suite, tuple(args.scenario or ()))
+    console.show_validation(Path(args.config), suite, scenarios, policy)
     return ExitCode.PASSED
 
 

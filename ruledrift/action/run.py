@@ -105,9 +105,13 @@ def target_overrides(settings: Settings, managed: bool) -> app.TargetOverrides:
     )
 
 
-def run_request(settings: Settings, managed: bool) -> tuple[app.RunRequest, commands.Display]:
+def run_request(
+    settings: Settings, managed: bool, suite: Suite | None = None
+) -> tuple[app.RunRequest, commands.Display]:
     """The request the inputs describe: `args` parsed as `ruledrift run` options, then the
-    inputs that have options of their own (refused in `args`)."""
+    inputs that have options of their own (refused in `args`). For a `suite` (the loaded
+    config) that sets no seed, unless `args` give one, a seed is drawn, so that the logged
+    command line reproduces the run."""
     config = Path(settings.config)
     request, display = cli.parse_run(["run", app.path_argument(config), *settings.args])
     request = dataclasses.replace(
@@ -124,6 +128,8 @@ def run_request(settings: Settings, managed: bool) -> tuple[app.RunRequest, comm
         shard=settings.shard,
         shard_balance=Path(settings.shard_balance) if settings.shard_balance else None,
     )
+    if suite is not None:
+        request = app.with_drawn_seed(request, suite)
     return request, display
 
 
@@ -157,7 +163,7 @@ def _pull_then_run(
     outcomes: list[app.RunOutcome] = []
 
     def run() -> int:
-        request, display = run_request(settings, managed)
+        request, display = run_request(settings, managed, suite)
         log(f"ruledrift {shlex.join([*request.argv(), *display.argv()])}")
         outcomes.append(commands.run(request, display))
         return int(outcomes[0].exit_code)

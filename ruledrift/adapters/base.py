@@ -42,6 +42,7 @@ class CallContext:
     # Called by an adapter before it sends the call's request again (on a new connection, after
     # HTTP 503): every send is a model call. It raises AdapterError when --max-calls is used up.
     on_resend: Callable[[], None] = field(default=lambda: None, compare=False, repr=False)
+    seed: int | None = None  # this run's seed (the run's seed + run), for agents that sample
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,10 @@ class CommandAdapter:
                     f'could not start the agent command "{self._config.command}" in '
                     f"{self._config.cwd}: {failed_exec}"
                 )
-            return _answer(output, code, stderr)
+            answer = _answer(output, code, stderr)
+            if context.seed is None:
+                return answer
+            return Completion(answer.content, {**answer.metadata, "seed": context.seed})
         raise _error(f"the agent {problem} and was killed", stderr)
 
     async def aclose(self) -> None:
@@ -242,6 +245,8 @@ def _request(messages: Sequence[Message], context: CallContext) -> bytes:
         "kind": context.kind,
         "run": context.run,
     }
+    if context.seed is not None:
+        where["seed"] = context.seed
     if context.kind == "turn":
         where["turn"] = context.turn
     else:

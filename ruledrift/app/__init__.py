@@ -16,9 +16,10 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import secrets
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -48,10 +49,12 @@ from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_model
 from ruledrift.reports.codequality import render_codequality
 from ruledrift.reports.html import render_html
 from ruledrift.reports.junit import render_junit
+from ruledrift.results.findings import gate_words
 from ruledrift.results.json_load import read_report
 from ruledrift.results.json_report import render_json
 from ruledrift.results.shards import SOURCE_VARIABLES, Shard, expected_times, shard_of
-from ruledrift.run.runner import Events, not_run, run_suite
+from ruledrift.run.runner import SEED_RANGE, Events, configured_seed, not_run, run_suite
+from ruledrift.run.verdicts import gate_odds, sequential_design
 from ruledrift.suite.load import load_suite, schema_text
 
 __all__ = [
@@ -70,6 +73,7 @@ __all__ = [
     "run_against",
     "schema_text",
     "validate",
+    "with_drawn_seed",
 ]
 
 Renderer = Callable[..., bytes]
@@ -140,6 +144,7 @@ class RunRequest:
     shard: Shard | None = None  # --shard K/N: only this shard's scenarios
     shard_balance: Path | None = None  # --shard-balance: cut shards by this report's times
     max_calls: int | None = None  # --max-calls: no call is started once this many were made
+    seed: int | None = None  # --seed: the run's seed (default: the suite's, else drawn)
 
     def reports(self) -> dict[str, Path]:
         """The reports asked for, by REPORTERS name."""
@@ -163,6 +168,8 @@ class RunRequest:
             argv += ["--shard-balance", path_argument(self.shard_balance)]
         if self.max_calls is not None:
             argv += ["--max-calls", str(self.max_calls)]
+        if self.seed is not None:
+            argv += ["--seed", str(self.seed)]
         return argv + self.target.argv() + policy_argv(self.policy)
 
 
@@ -280,21 +287,11 @@ def check_policy(policy: VerdictPolicy) -> None:
             raise UsageError("--min-pass-rate goes with --repeat N (auto decides by itself)")
         if not 0 < policy.min_pass_rate <= 1:
             raise UsageError("--min-pass-rate: expected a number above 0 and at most 1")
-    defaults = VerdictPolicy()
-    changed = [
-        option
-        for option, value, default in (
-            ("--holds-at", policy.holds_at, defaults.holds_at),
-            ("--drifted-at", policy.drifted_at, defaults.drifted_at),
-            ("--max-repeat", policy.max_repeat, defaults.max_repeat),
-        )
-        if value != default
-    ]
-    if changed and not auto:
-        raise UsageError(f"{', '.join(changed)} goes with --repeat auto")
+    if policy.max_repeat is not None and not auto:
+        raise UsageError("--max-repeat goes with --repeat auto")
     if not 0 < policy.drifted_at < policy.holds_at < 1:
         raise UsageError("expected 0 < --drifted-at < --holds-at < 1")
-    if not 2 <= policy.max_repeat <= MAX_REPEAT:
+    if policy.max_repeat is not None and not 2 <= policy.max_repeat <= MAX_REPEAT:
         raise UsageError(f"--max-repeat: expected a whole number from 2 to {MAX_REPEAT}")
 
 
@@ -316,12 +313,37 @@ def policy_argv(policy: VerdictPolicy) -> list[str]:
     return argv
 
 
-def _temperature(config: AdapterConfig) -> object:
-    options = getattr(config, "options", None)
-    return options.get("temperature") if isinstance(options, Mapping) else None
+def most_runs(policy: VerdictPolicy, probes: int) -> int:
+    """The most runs a scenario takes under `policy` for a selection of `probes` probes."""
+    if policy.repeat == "auto":
+        return sequential_design(policy, probes).cap
+    return int(policy.repeat)
+
+
+def short_cap_warning(policy: VerdictPolicy, probes: int) -> str | None:
+    """What a `--max-repeat` below the cap that decides every probe costs, or None."""
+    if policy.repeat != "auto" or policy.max_repeat is None:
+        return None
+    odds = gate_odds(policy, probes)
+    if odds.decides_at_cap:
+        return None
+    effect = "passes" if policy.inconclusive_passes else "fails"
+    return (
+        f"--max-repeat {policy.max_repeat} is below the {odds.needed_cap} runs that decide every "
+        f"one of {probes} probe(s): a probe still undecided after {odds.cap} runs is "
+        f"inconclusive, which {effect} the run. {gate_words(odds, policy)}"
+    )
 
 
 # --- validate, run, pull ---------------------------------------------------------------------
+
+
+def with_drawn_seed(request: RunRequest, suite: Suite) -> RunRequest:
+    """`request` with a seed drawn now when neither it nor the suite sets one, so that the
+    command line it logs (`request.argv()`) reproduces the run."""
+    if request.seed is not None or configured_seed(suite.adapter) is not None:
+        return request
+    return dataclasses.replace(request, seed=secrets.randbelow(SEED_RANGE))
 
 
 def validate(config: Path) -> Suite:
@@ -346,7 +368,8 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
     config = target_config(suite.adapter, request.target)
     reports = request.reports()
     check_reports(reports, suite.path)
-    runs = policy.max_repeat if policy.repeat == "auto" else policy.repeat
+    selection = sum(len(s.probes) for s in selected_scenarios)
+    runs = most_runs(policy, selection)
     observer.run_starting(
         RunPlan(
             suite,
@@ -355,15 +378,12 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
             model_calls=runs * sum(s.model_calls for s in scenarios),  # auto: at most
         )
     )
-    if policy.repeated and _temperature(config) == 0:
-        observer.warning(
-            "the suite sets temperature 0: its repeats measure only the server's own "
-            "nondeterminism (batching, caches), not the model's sampling"
-        )
+    warning = short_cap_warning(policy, selection)
+    if warning:
+        observer.warning(warning)
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
-        probes = sum(len(s.probes) for s in selected_scenarios)
-        result = asyncio.run(_execute(suite, config, request, scenarios, observer, probes))
+        result = asyncio.run(_execute(suite, config, request, scenarios, observer, selection))
     finally:
         observer.run_stopped()
         _restore_sigterm(sigterm)
@@ -458,9 +478,11 @@ def run_against(
     scenarios: Sequence[str] = (),
     observer: RunObserver | None = None,
     policy: VerdictPolicy | None = None,
+    seed: int | None = None,
 ) -> RunResult:
     """Run a loaded suite against an adapter of your own (any object with the `Adapter`
-    protocol's four methods, e.g. your agent called in-process). Opens and closes it."""
+    protocol's four methods, e.g. your agent called in-process). Opens and closes it. `seed`:
+    the run's seed (`context.seed` of run r is seed + r; default: the suite's, else drawn)."""
     policy = policy or VerdictPolicy()
     check_policy(policy)
     return asyncio.run(
@@ -471,6 +493,7 @@ def run_against(
             select_scenarios(suite, scenarios),
             observer or SilentObserver(),
             policy,
+            seed=seed,
         )
     )
 
@@ -484,6 +507,7 @@ async def _run_adapter(
     policy: VerdictPolicy,
     max_calls: int | None = None,
     suite_probes: int | None = None,
+    seed: int | None = None,
 ) -> RunResult:
     regex = RegexEvaluator()
     kinds = {type(a) for s in scenarios for p in s.probes for a in p.assertions}
@@ -506,6 +530,7 @@ async def _run_adapter(
             policy=policy,
             max_calls=max_calls,
             suite_probes=suite_probes,
+            seed=seed,
         )
     finally:
         try:
@@ -589,6 +614,7 @@ async def _execute(
                 request.policy,
                 request.max_calls,
                 suite_probes,
+                request.seed,
             )
     except AdapterError as cause:  # the managed server did not start or could not pull
         observer.warning(f"the target could not start: {cause}")

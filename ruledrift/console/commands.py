@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
@@ -19,7 +19,7 @@ from ruledrift.app import saved
 from ruledrift.console import github, output
 from ruledrift.console.not_run import render_not_run_annotations, render_not_run_summary
 from ruledrift.console.pull_progress import PullProgressPrinter
-from ruledrift.data import ProbeResult, RunResult, Scenario, ScenarioResult, Suite
+from ruledrift.data import ProbeResult, RunResult, Scenario, ScenarioResult, Suite, VerdictPolicy
 from ruledrift.errors import ConfigError, RuleDriftError, UsageError
 from ruledrift.ollama.api import PullProgress
 from ruledrift.reports import workflow_commands
@@ -32,6 +32,8 @@ from ruledrift.reports.terminal import (
     render_ending,
     render_scenario,
 )
+from ruledrift.results.findings import gate_words
+from ruledrift.run.verdicts import gate_odds
 from ruledrift.text import terminal_lines, terminal_safe
 
 
@@ -195,7 +197,14 @@ def pull(request: app.PullRequest) -> app.PullOutcome:
     return outcome
 
 
-def show_validation(config: Path, suite: Suite) -> None:
+def show_validation(
+    config: Path,
+    suite: Suite,
+    scenarios: Sequence[Scenario] | None = None,
+    policy: VerdictPolicy | None = None,
+) -> None:
+    """The counts of a valid suite and the model calls a run makes; with repeats, what they
+    promise the selected probes (`gate_words`) and the calls the repeats make at most."""
     turns = sum(s.turns_needed for s in suite.scenarios)
     shown = terminal_safe(str(config))
     print(
@@ -203,6 +212,16 @@ def show_validation(config: Path, suite: Suite) -> None:
         f"{suite.probe_count} probe(s); a run makes {suite.model_calls} model call(s) "
         f"({turns} background turn(s) + {suite.probe_count} probe(s))"
     )
+    policy = policy or VerdictPolicy()
+    if not policy.repeated:
+        return
+    chosen = suite.scenarios if scenarios is None else tuple(scenarios)
+    probes = sum(len(s.probes) for s in chosen)
+    calls = app.most_runs(policy, probes) * sum(s.model_calls for s in chosen)
+    odds = gate_odds(policy, probes)
+    prefix = "" if odds.within_bounds else "warning: "
+    print(f"{prefix}{terminal_safe(gate_words(odds, policy))}")
+    print(f"repeats: at most {calls} model call(s) for the {len(chosen)} selected scenario(s)")
 
 
 def show_failure(error: RuleDriftError, environ: Mapping[str, str]) -> None:

@@ -52,8 +52,15 @@ def publish(
         max_bytes=room,
         reports=reports,
         artifacts_url=artifacts_url(environ),
+        attempt=run_attempt(environ),
     )
     append_summary(path, summary)
+
+
+def run_attempt(environ: Mapping[str, str]) -> int:
+    """Which attempt of the workflow run this is (GITHUB_RUN_ATTEMPT; 1 when unset or odd)."""
+    text = environ.get("GITHUB_RUN_ATTEMPT", "")
+    return int(text) if text.isascii() and text.isdigit() and 1 <= len(text) <= 6 else 1
 
 
 def artifacts_url(environ: Mapping[str, str]) -> str | None:

@@ -79,12 +79,9 @@ class Probe:
         str, ...
     ] = ()  # every wording when `prompt` is a list (the first is `prompt`)
 
-    def wording(self, run: int) -> tuple[int, str]:
-        """The paraphrase run `run` asks, and its index: run r asks r mod their number."""
-        if not self.paraphrases:
-            return 0, self.prompt
-        index = run % len(self.paraphrases)
-        return index, self.paraphrases[index]
+    def wording(self, index: int) -> str:
+        """The paraphrase at `index` (`prompt` when there is one wording)."""
+        return self.paraphrases[index] if self.paraphrases else self.prompt
 
 
 @dataclass(frozen=True)
@@ -256,23 +253,30 @@ class VerdictPolicy:
     """How repeated runs of a probe become its verdict (`--repeat`, `--min-pass-rate`, ...).
 
     - `repeat` N (default 1): N runs; a probe passes only if every run passed, or, with
-      `min_pass_rate` R, if at least R of its runs passed.
+      `min_pass_rate` R, if at least R of its runs passed. A run that could not be made makes
+      the probe an error.
     - `repeat` "auto": runs until a sequential test decides between "holds" (pass rate at
-      least `holds_at`) and "drifted" (at most `drifted_at`), at most `max_repeat` runs, with
-      at most `alpha` chance of any false alarm in the suite and `beta` of missing a drifted
-      probe; undecided at the cap is `inconclusive`, which fails the run unless
-      `inconclusive_passes`.
-    A run that could not be made makes the probe an error, whatever the rule.
+      least `holds_at`) and "drifted" (at most `drifted_at`), with at most `alpha` chance of any
+      false alarm in the suite and `beta` of missing a drifted probe. `max_repeat` None (the
+      default) lets the test derive the cap that decides every probe from the number of probes;
+      a given `max_repeat` is the most runs a probe takes, and a probe undecided at a cap below
+      the derived one is `inconclusive`, which fails the run unless `inconclusive_passes`. A run
+      that could not be made counts against the verdict it could change; the probe is an error
+      only when such runs could change it.
+    `holds_at` and `drifted_at` also state what fixed repeats promise. `probes` is the number of
+    probes the suite-wide bounds are split over: the whole selection (also for one shard of
+    it), set by the runner; None: the probes of the result.
     """
 
     repeat: int | Literal["auto"] = 1
     min_pass_rate: float | None = None
     holds_at: float = 0.95
     drifted_at: float = 0.80
-    max_repeat: int = 60
+    max_repeat: int | None = None
     alpha: float = 0.05
     beta: float = 0.20
     inconclusive_passes: bool = False
+    probes: int | None = None
 
     @property
     def repeated(self) -> bool:
@@ -314,6 +318,8 @@ class RunResult:
     policy: VerdictPolicy = field(default_factory=VerdictPolicy)
     shard: ShardInfo | None = None  # `--shard K/N`: this run holds shard K of N
     balanced_by: Balance | None = None  # shards cut by times (a shard, or their merge)
+    seed: int | None = None  # run r's context.seed is seed + r; the paraphrases are drawn from it
+    temperature: float | None = None  # the temperature the suite sends (None: not set)
 
     @property
     def probes(self) -> list[ProbeResult]:

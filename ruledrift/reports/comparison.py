@@ -7,8 +7,6 @@ import json
 from typing import Any
 
 from ruledrift.results.comparison import (
-    PLANNED_BASE,
-    PLANNED_HEAD,
     CellChange,
     ComparisonResult,
     ProbeChange,
@@ -33,10 +31,13 @@ def _sorted(changes: tuple[ProbeChange, ...]) -> list[ProbeChange]:
 
 
 def how_many_runs(result: ComparisonResult) -> str:
+    base, head = result.planned
+    probes = len(result.probes)
     return (
-        f"Telling a drop from {PLANNED_BASE:.0%} to {PLANNED_HEAD:.0%} with 80% power takes "
-        f"about {result.runs_needed} runs per side (exact one-sided Fisher test at 5%); with "
-        "fewer, 'too few runs to tell' is the honest answer."
+        f"Telling a drop from {base:.0%} to {head:.0%} with 80% power in this comparison of "
+        f"{probes} probe(s) takes {result.runs_needed} runs per side (exact one-sided Fisher "
+        f"test at 5% / {probes}, Holm's first step); a probe whose runs give it less power is "
+        "'too few runs to tell'."
     )
 
 
@@ -150,7 +151,8 @@ def render_comparison_json(result: ComparisonResult) -> bytes:
         "onlyInHead": list(result.added),
         "onlyInBase": list(result.removed),
         "regressions": len(result.regressions),
-        "runsPerSideFor95To80": result.runs_needed,
+        "runsPerSideNeeded": result.runs_needed,
+        "plannedDrop": {"from": result.planned[0], "to": result.planned[1]},
     }
     text = json.dumps(document, indent=2, ensure_ascii=False)
     # lone surrogates (in ids of a result not read from a report) cannot be encoded as UTF-8

@@ -27,6 +27,9 @@ from ruledrift.results.findings import (
     RuleDrift,
     RuleStory,
     drift_curve,
+    independence_warnings,
+    policy_cap,
+    policy_promise,
     probe_flags,
     rule_stories,
     suspicious,
@@ -179,6 +182,9 @@ def _header(result: RunResult) -> Html:
         errors = dict.fromkeys(p.error or "could not be run" for p in result.probes)
         notes += [_note("error", f"Cause: {_cut(e)}") for e in list(errors)[:3]]
     notes += [_note("warning", f"Warning: {_cut(w)}") for w in target_warnings(result)]
+    notes += [
+        _note("warning independence", f"Warning: {_cut(w)}") for w in independence_warnings(result)
+    ]
     return el(
         "header",
         el(
@@ -244,7 +250,7 @@ def _policy_line(result: RunResult) -> Html | None:
         words = (
             f"--repeat auto: each probe ran until a sequential test decided between a pass rate "
             f"of at least {policy.holds_at:.0%} (holds) and at most {policy.drifted_at:.0%} "
-            f"(drifted), at most {policy.max_repeat} runs"
+            f"(drifted){policy_cap(result)}"
         )
     elif policy.min_pass_rate is not None:
         words = (
@@ -253,6 +259,9 @@ def _policy_line(result: RunResult) -> Html | None:
         )
     else:
         words = f"--repeat {policy.repeat}: a probe passes only if every run passes"
+    promise = policy_promise(result)
+    if promise is not None:
+        words = f"{words}. {promise[0]}"
     return el("p", el("strong", "Repeats: "), words, class_="policy")
 
 

@@ -21,8 +21,13 @@ from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, plan_anno
 from ruledrift.results.findings import (
     FLAG_TEXT,
     RuleDrift,
+    attempt_odds,
     drift_curve,
+    independence_warnings,
+    policy_cap,
+    policy_promise,
     rule_stories,
+    share_words,
     suspicious,
     target_warnings,
 )
@@ -57,13 +62,16 @@ def render_summary(
     max_bytes: int = SUMMARY_MAX_BYTES,
     reports: Mapping[str, str] | None = None,
     artifacts_url: str | None = None,
+    attempt: int = 1,
 ) -> str:
     """Verdict, counts and target; the reports written (and where a workflow that uploads them
     keeps them); the drift curve as a chart (with more than one depth); the failed probes; the
     rule × boundary grid; every probe in a collapsed section; the command that reproduces the
     failures, also as `docker run`. Beyond `max_bytes` the collapsed section is cut first, then
-    the table of failures, then the grid, then the chart, each with a note."""
-    head = _head(result, config) + _reports(reports or {}, artifacts_url)
+    the table of failures, then the grid, then the chart, each with a note. On a re-run
+    (`attempt` above 1), what re-running does to the chance of missing a drifted rule."""
+    head = _head(result, config) + _rerun_note(result, attempt)
+    head += _reports(reports or {}, artifacts_url)
     tail = _rerun(config, result, overrides)
     room = max_bytes - _size(head) - _size(tail) - _CUT_NOTE_BYTES
     rendered: dict[str, str] = {}
@@ -160,6 +168,7 @@ def _head(result: RunResult, config: str) -> str:
     lines += [f"> **Warning:** {markdown(w, 2000)}\n" for w in target_warnings(result)]
     if result.policy.repeated:
         lines.append(f"**Repeats:** {_policy_words(result)}\n")
+        lines += [f"> **Warning:** {markdown(w, 2000)}\n" for w in independence_warnings(result)]
     omitted = plan_annotations(result)[1]
     if omitted:
         lines.append(
@@ -170,7 +179,32 @@ def _head(result: RunResult, config: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _rerun_note(result: RunResult, attempt: int) -> str:
+    """On attempt k > 1 of a workflow run: how often a drifted rule gets through one attempt and
+    at least one of k (and of k + 1), computed for this run's policy and probes."""
+    odds = attempt_odds(result)
+    if attempt <= 1 or odds is None:
+        return ""
+    once, now, more = (odds.missed_within(k) for k in (1, attempt, attempt + 1))
+    rule = f"a probe whose rule passes {odds.drifted_at:.0%} of the time"
+    return (
+        f"> **Note:** this is attempt {attempt} of this workflow run. Re-running a red job until "
+        f"it goes green defeats the error rates: {rule} gets through one attempt "
+        f"{share_words(once)} of the time, and at least one of {attempt} attempts "
+        f"{share_words(now)} (of {attempt + 1}: {share_words(more)}). Re-run for a cause "
+        "outside the target (a runner or a server that failed), not for a red verdict.\n\n"
+    )
+
+
 def _policy_words(result: RunResult) -> str:
+    promise = policy_promise(result)
+    if promise is None:
+        return _policy_rule(result)
+    words, kept = promise
+    return f"{_policy_rule(result)}. {'' if kept else '⚠️ '}{markdown(words)}"
+
+
+def _policy_rule(result: RunResult) -> str:
     policy = result.policy
     undecided = result.count("inconclusive")
     tail = f"; ❔ {undecided} inconclusive" if undecided else ""
@@ -178,7 +212,7 @@ def _policy_words(result: RunResult) -> str:
         return (
             f"`--repeat auto`: each probe ran until a sequential test decided between a pass "
             f"rate of at least {policy.holds_at:.0%} (holds) and at most {policy.drifted_at:.0%} "
-            f"(drifted), at most {policy.max_repeat} runs{tail}"
+            f"(drifted){policy_cap(result)}{tail}"
         )
     if policy.min_pass_rate is not None:
         return (

@@ -12,6 +12,9 @@ from ruledrift.results.findings import (
     FLAG_TEXT,
     by_paraphrase,
     drift_curve,
+    gate_words,
+    independence_warnings,
+    policy_odds,
     probe_flags,
     rule_stories,
     suspicious,
@@ -92,6 +95,8 @@ def render_ending(result: RunResult, options: TerminalOptions) -> str:
             )
         lines.append("")
     lines.append(summary_line(result))
+    lines += [terminal_safe(line) for line in repeats_lines(result)]
+    lines += [f"warning: {terminal_safe(w)}" for w in independence_warnings(result)]
     verdict = {
         "passed": "PASSED: every probe kept its rule",
         "failed": "FAILED: the target broke a rule",
@@ -117,6 +122,16 @@ def summary_line(result: RunResult) -> str:
         f"{result.count('error')} error(s){inconclusive} · {len(result.scenarios)} scenario(s)"
         f"{repeats} · {result.model_calls} model call(s) · {result.duration_ms / 1000:.2f} s"
     )
+
+
+def repeats_lines(result: RunResult) -> list[str]:
+    """Under the summary line, with repeats: what the policy promises this many probes (a
+    warning when it does not keep 5% / 80%)."""
+    odds = policy_odds(result)
+    if odds is None:
+        return []
+    prefix = "repeats" if odds.within_bounds else "warning"
+    return [f"{prefix}: {gate_words(odds, result.policy)}"]
 
 
 def drift_grid(result: RunResult) -> list[str]:
@@ -153,6 +168,9 @@ def _probe_lines(
     indent = " " * 9
     if result.runs:
         lines[0] += f"  {result.passes}/{len(result.runs)} runs passed"
+        errors = sum(1 for run in result.runs if run.status == "error")
+        if errors:
+            lines[0] += f", {errors} could not be made"
         wordings = by_paraphrase(result)
         if wordings:
             tallies = ", ".join(f"#{i} {k}/{n}" for i, k, n in wordings)

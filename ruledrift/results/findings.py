@@ -29,8 +29,10 @@ from ruledrift.data import (
     RunResult,
     ScenarioResult,
     Status,
+    VerdictPolicy,
     combined_status,
 )
+from ruledrift.run.verdicts import CORRELATION, GateOdds, gate_odds
 from ruledrift.stats import PassRate, pass_rate
 
 Story = Literal["held", "drifted", "never-obeyed", "not-monotonic", "undecided", "not-run"]
@@ -201,7 +203,7 @@ class DriftCell:
     """One rule at one depth (`afterTurn`), over every probe there and every run of each."""
 
     after_turn: int
-    rate: PassRate  # runs and passes of every probe of the rule at this depth
+    rate: PassRate  # conversations (scenario runs) there, and those where every probe passed
     status: Status  # the combined verdict of those probes
 
 
@@ -223,25 +225,44 @@ class RuleDrift:
 
 
 def drift_curve(result: RunResult) -> tuple[RuleDrift, ...]:
-    """Every rule with probes that ran, in the suite's order, with a cell per depth."""
-    cells: dict[tuple[str, int], list[ProbeResult]] = {}
-    for probe in result.probes:
-        cells.setdefault((probe.probe.rule.id, probe.probe.after_turn), []).append(probe)
+    """Every rule with probes that ran, in the suite's order, with a cell per depth.
+
+    A cell counts conversations, not probe runs: the probes of a rule at one depth of one
+    scenario share that run's conversation, so their answers are not independent of each other.
+    Each run of each scenario that answered there counts once, passing when every probe of the
+    rule it asked there passed; the interval is then a Wilson interval over independent
+    conversations. With one probe per rule, depth and scenario, as most suites have, a
+    conversation is a probe run."""
+    cells: dict[tuple[str, int], list[tuple[str, ProbeResult]]] = {}
+    for scenario in result.scenarios:
+        for probe in scenario.probes:
+            key = (probe.probe.rule.id, probe.probe.after_turn)
+            cells.setdefault(key, []).append((scenario.scenario.id, probe))
     curves = []
     for rule in result.suite.rules:
         depths = sorted(turn for rule_id, turn in cells if rule_id == rule.id)
         row = []
         for depth in depths:
-            probes = cells[(rule.id, depth)]
-            runs = [run for probe in probes for run in probe.all_runs if run.status != "error"]
-            if not runs:
+            members = cells[(rule.id, depth)]
+            kept = _conversations(members)
+            if not kept:
                 continue
-            passes = sum(1 for run in runs if run.status == "passed")
-            status = combined_status([p.status for p in probes])
-            row.append(DriftCell(depth, pass_rate(passes, len(runs)), status))
+            status = combined_status([p.status for _, p in members])
+            row.append(DriftCell(depth, pass_rate(sum(kept.values()), len(kept)), status))
         if row:
             curves.append(RuleDrift(rule, tuple(row)))
     return tuple(curves)
+
+
+def _conversations(members: list[tuple[str, ProbeResult]]) -> dict[tuple[str, int], bool]:
+    """Each (scenario, run) that answered one of these probes: whether every answer passed."""
+    kept: dict[tuple[str, int], bool] = {}
+    for scenario, probe in members:
+        for run in probe.all_runs:
+            if run.status != "error":
+                key = (scenario, run.run)
+                kept[key] = kept.get(key, True) and run.status == "passed"
+    return kept
 
 
 def by_paraphrase(result: ProbeResult) -> list[tuple[int, int, int]]:
@@ -255,3 +276,149 @@ def by_paraphrase(result: ProbeResult) -> list[tuple[int, int, int]]:
             tally[0] += run.status == "passed"
             tally[1] += 1
     return [(index, passes, runs) for index, (passes, runs) in sorted(counts.items())]
+
+
+# --- what the repeat policy promises -----------------------------------------------------------
+
+
+def share_words(value: float) -> str:
+    """A chance as words: one decimal, never a false 0% or 100%."""
+    if value >= 0.9995:
+        return "more than 99.9%"
+    if 0 < value < 0.0005:
+        return "less than 0.1%"
+    return f"{value:.1%}"
+
+
+def policy_odds(result: RunResult) -> GateOdds | None:
+    """What the run's repeat policy promises its suite (None for a single run, and for a saved
+    report whose policy no design fits)."""
+    policy = result.policy
+    if not policy.repeated:
+        return None
+    try:
+        return gate_odds(policy, max(policy.probes or len(result.probes), 1))
+    except (ValueError, OverflowError, TypeError):
+        return None
+
+
+def attempt_odds(result: RunResult) -> GateOdds | None:
+    """What the run's policy promises its suite, a single run included (None for a saved
+    report's policy that no design fits)."""
+    policy = result.policy
+    try:
+        return gate_odds(policy, max(policy.probes or len(result.probes), 1))
+    except (ValueError, OverflowError, TypeError):
+        return None
+
+
+def gate_words(odds: GateOdds, policy: VerdictPolicy) -> str:
+    """The policy and what it does to a suite of `odds.probes` probes, in one sentence; for
+    fixed repeats outside the bounds, when `--repeat auto` is the better gate."""
+    holds, drifted = f"{odds.holds_at:.0%}", f"{odds.drifted_at:.0%}"
+    red = f"a suite whose rules all hold at {holds} goes red {share_words(odds.red_when_holding)}"
+    if policy.repeat == "auto":
+        cap = f"at most {odds.cap} runs a probe"
+        catch = "is named drifted" if odds.decides_at_cap else "fails the run"
+        words = (
+            f"--repeat auto for {odds.probes} probe(s), {cap}: {red} of the time, and a probe "
+            f"at {drifted} {catch} {share_words(odds.caught)} of the time"
+        )
+        bounds = f"at most {odds.alpha:.0%} and at least {1 - odds.beta:.0%}"
+        if odds.within_bounds:
+            return f"{words} ({bounds}, as promised)"
+        return f"{words}; the cap RuleDrift derives ({odds.needed_cap} runs) keeps these {bounds}"
+    rule = (
+        "every run must pass"
+        if policy.min_pass_rate is None
+        else f"at least {policy.min_pass_rate:.0%} of runs must pass"
+    )
+    words = (
+        f"--repeat {policy.repeat} ({rule}) for {odds.probes} probe(s): {red} of the time, and "
+        f"a probe at {drifted} is caught {share_words(odds.caught)} of the time"
+    )
+    if odds.within_bounds:
+        return words
+    return (
+        f"{words}; --repeat auto keeps these at most {odds.alpha:.0%} and at least "
+        f"{1 - odds.beta:.0%} (docs/statistics.md)"
+    )
+
+
+def policy_promise(result: RunResult) -> tuple[str, bool] | None:
+    """`gate_words` for the run as a sentence, and whether the policy keeps its bounds (None
+    for a single run, or a saved report's policy that no design fits)."""
+    odds = policy_odds(result)
+    if odds is None:
+        return None
+    words = gate_words(odds, result.policy)
+    return f"{words[0].upper()}{words[1:]}.", odds.within_bounds
+
+
+def policy_cap(result: RunResult) -> str:
+    """ ", at most N runs" for `--repeat auto` (the cap in force), else ""."""
+    odds = policy_odds(result)
+    cap = odds.cap if odds is not None else result.policy.max_repeat
+    return f", at most {cap} runs" if cap is not None else ""
+
+
+# --- are the runs independent? ----------------------------------------------------------------
+
+IDENTICAL_SHARE = 0.5  # of a run's answers repeating another run's word for word: a warning
+
+
+def identical_answers(result: RunResult) -> float | None:
+    """The share of runs whose answer (its SHA-256) equals another run's of the same probe, over
+    the probes with at least two answered runs (None: no such probe)."""
+    repeated = answered = 0
+    for probe in result.probes:
+        hashes = [run.response.sha256 for run in probe.runs if run.response is not None]
+        if len(hashes) < 2:
+            continue
+        counts: dict[str, int] = {}
+        for digest in hashes:
+            counts[digest] = counts.get(digest, 0) + 1
+        repeated += sum(n for n in counts.values() if n > 1)
+        answered += len(hashes)
+    return repeated / answered if answered else None
+
+
+def _unseeded(result: RunResult) -> bool:
+    """Whether no answered run records a seed sent to the target."""
+    runs = [run for probe in result.probes for run in probe.runs if run.response is not None]
+    return bool(runs) and all(run.seed is None for run in runs)
+
+
+def independence_warnings(result: RunResult) -> list[str]:
+    """With repeats: why the runs are unlikely to be independent samples (temperature 0, no
+    seed, answers repeated word for word), and what a correlation between them does to the
+    suite's false alarms. Empty for a single run or runs that look independent."""
+    odds = policy_odds(result)
+    if odds is None:
+        return []
+    reasons = []
+    if result.temperature == 0:
+        reasons.append(
+            "the suite sets temperature 0, so the runs measure only the server's own "
+            "nondeterminism (batching, caches), not the model's sampling"
+        )
+    if _unseeded(result):
+        reasons.append(
+            "no seed reached the target, so nothing tells its runs apart but the server's own "
+            "sampling (set options.seed: run r then sends seed + r)"
+        )
+    share = identical_answers(result)
+    if share is not None and share >= IDENTICAL_SHARE:
+        reasons.append(
+            f"{share:.0%} of the runs gave an answer identical, word for word, to another run "
+            "of the same probe"
+        )
+    if not reasons:
+        return []
+    cost = (
+        f"the error rates assume independent runs: were the runs of a probe correlated by "
+        f"{CORRELATION:g}, a suite whose rules all hold at {odds.holds_at:.0%} would go red "
+        f"{share_words(odds.red_when_correlated)} of the time instead of "
+        f"{share_words(odds.red_when_holding)} (docs/statistics.md)"
+    )
+    return [f"the runs may not be independent: {reason}" for reason in reasons] + [cost]

@@ -772,6 +772,8 @@ def _build(report: dict[str, Any]) -> SavedReport:
         policy=_policy(report.get("policy")),
         shard=_shard(report["suite"].get("shard")),
         balanced_by=_balance(report["suite"].get("balancedBy")),
+        seed=(report.get("policy") or {}).get("seed"),
+        temperature=(report.get("policy") or {}).get("temperature"),
     )
     return SavedReport(result, report["responsesIncluded"], report["tool"]["version"])
 
@@ -921,10 +923,11 @@ def _policy(rendered: dict[str, Any] | None) -> VerdictPolicy:
         min_pass_rate=rendered["minPassRate"],
         holds_at=rendered.get("holdsAt", default.holds_at),
         drifted_at=rendered.get("driftedAt", default.drifted_at),
-        max_repeat=rendered.get("maxRepeat", default.max_repeat),
+        max_repeat=None if rendered.get("capDerived") else rendered.get("maxRepeat"),
         alpha=rendered.get("alpha", default.alpha),
         beta=rendered.get("beta", default.beta),
         inconclusive_passes=rendered["inconclusive"] == "pass",
+        probes=rendered.get("probes"),
     )
 
 

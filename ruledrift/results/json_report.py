@@ -16,6 +16,8 @@ from ruledrift.data import ProbeResult, ProbeRun, Response, RunResult, ScenarioR
 from ruledrift.results.findings import (
     by_paraphrase,
     drift_curve,
+    identical_answers,
+    policy_odds,
     probe_flags,
     rule_stories,
     suspicious,
@@ -123,16 +125,30 @@ def _repeats(result: RunResult) -> dict[str, Any]:
     drift = {"drift": _drift(result)}
     if not policy.repeated:
         return drift
+    odds = policy_odds(result)  # None: a saved report's policy that no design fits
     rendered: dict[str, Any] = {
         "repeat": policy.repeat,
         "minPassRate": policy.min_pass_rate,
         "inconclusive": "pass" if policy.inconclusive_passes else "fail",
+        **({"probes": policy.probes} if policy.probes is not None else {}),
+        "holdsAt": policy.holds_at,
+        "driftedAt": policy.drifted_at,
+    }
+    if odds is not None:
+        rendered |= {
+            "suiteRedWhenHolding": odds.red_when_holding,
+            "caughtWhenDrifted": odds.caught,
+        }
+    rendered |= {
+        **({"seed": result.seed} if result.seed is not None else {}),
+        "temperature": result.temperature,
+        "identicalAnswers": identical_answers(result),
     }
     if policy.repeat == "auto":
+        cap = odds.cap if odds is not None else policy.max_repeat
         rendered |= {
-            "holdsAt": policy.holds_at,
-            "driftedAt": policy.drifted_at,
-            "maxRepeat": policy.max_repeat,
+            **({"maxRepeat": cap} if cap is not None else {}),
+            "capDerived": policy.max_repeat is None,
             "alpha": policy.alpha,
             "beta": policy.beta,
         }

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import random
+import secrets
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -42,6 +44,7 @@ from ruledrift.suite.system_message import system_message
 from ruledrift.text import cut_text, repair_surrogates
 
 INTERRUPTED = "not run: the run was interrupted"
+SEED_RANGE = 2**31 - 2**16  # a drawn seed, plus any run number, fits a signed 32-bit integer
 
 
 @dataclass
@@ -120,10 +123,14 @@ class _ScenarioRun:
     run: int = 0
     asked: frozenset[str] | None = None
     budget: CallBudget = field(default_factory=CallBudget)
+    seed: int = 0  # the run's seed: context.seed of run r is seed + r
+    draw: bool = False  # draw the paraphrase of each run (with repeats); else the first
     results: dict[str, ProbeResult] = field(default_factory=dict)
     transcript: list[Message] = field(default_factory=list)
     calls: int = 0
     duration_ms: int = 0
+    settled: dict[str, ProbeRun] | None = None  # probe_runs() of a run played to its end
+    done: bool = False
 
     @property
     def probes(self) -> tuple[Probe, ...]:
@@ -133,6 +140,7 @@ class _ScenarioRun:
         started = time.monotonic()
         try:
             await self._play()
+            self.done = True
         finally:
             self.duration_ms = _ms_since(started)
 
@@ -169,6 +177,12 @@ class _ScenarioRun:
         self.budget.take(resend=True)
         self.calls += 1
 
+    def paraphrase(self, probe: Probe) -> int:
+        """The paraphrase this run asks: with repeats drawn (`draw_paraphrase`), else the first."""
+        if not self.draw:
+            return 0
+        return draw_paraphrase(probe, self.scenario.id, self.run, self.seed)
+
     async def _play_turn(self, turn: int) -> str | None:
         self.transcript.append(Message("user", self.scenario.turns[turn - 1]))
         context = CallContext(
@@ -178,6 +192,7 @@ class _ScenarioRun:
             turn=turn,
             run=self.run,
             on_resend=self._resent,
+            seed=self.seed + self.run,
         )
         try:
             completion = await self._call(tuple(self.transcript), context)
@@ -188,7 +203,7 @@ class _ScenarioRun:
 
     async def _probe(self, probe: Probe) -> ProbeResult:
         start = time.monotonic()
-        messages = (*self.transcript, Message("user", probe.wording(self.run)[1]))
+        messages = (*self.transcript, Message("user", probe.wording(self.paraphrase(probe))))
         context = CallContext(
             self.suite.name,
             self.scenario.id,
@@ -197,6 +212,7 @@ class _ScenarioRun:
             after_turn=probe.after_turn,
             run=self.run,
             on_resend=self._resent,
+            seed=self.seed + self.run,
         )
         try:
             completion = await self._call(messages, context)
@@ -219,15 +235,56 @@ class _ScenarioRun:
                 self.events.probe_finished(self.scenario, self.results[probe.id])
 
     def probe_runs(self) -> dict[str, ProbeRun]:
-        """This run's result for each probe it asked (INTERRUPTED for those it did not reach)."""
+        """This run's result for each probe it asked (INTERRUPTED for those it did not reach);
+        kept once the run was played to its end (`--repeat auto` asks for every run's after each
+        new one)."""
+        if self.settled is not None:
+            return self.settled
         self._fail_remaining(INTERRUPTED)  # a no-op for a run that finished
-        return {probe.id: _as_run(self.results[probe.id], self.run) for probe in self.probes}
+        runs = {
+            probe.id: _as_run(self.results[probe.id], self.run, self.paraphrase(probe))
+            for probe in self.probes
+        }
+        if self.done:
+            self.settled = runs
+        return runs
 
 
-def _as_run(result: ProbeResult, run: int) -> ProbeRun:
+def draw_paraphrase(probe: Probe, scenario: str, run: int, seed: int) -> int:
+    """The paraphrase run `run` of a probe with K wordings asks: runs come in blocks of K, and
+    each block asks every wording once, in an order drawn from the run's seed, the scenario, the
+    probe and the block. No wording is bound to a run number, and the mix stays balanced: after
+    any whole number of blocks every wording was asked equally often."""
+    count = len(probe.paraphrases)
+    if count < 2:
+        return 0
+    block, place = divmod(run, count)
+    draw = random.Random(f"{seed}/{scenario}/{probe.id}/{block}")  # noqa: S311 (not secret)
+    order = draw.sample(range(count), count)
+    return order[place]
+
+
+def configured_sampling(config: object) -> dict[str, object]:
+    """What a suite's adapter sends about sampling: its `options`, with an OpenAI-compatible
+    `extraBody` over them (that is how they reach the server)."""
+    merged: dict[str, object] = {}
+    for name in ("options", "extra_body"):
+        settings = getattr(config, name, None)
+        if isinstance(settings, Mapping):
+            merged.update(settings)
+    return merged
+
+
+def configured_seed(config: object) -> int | None:
+    """The integer `seed` a suite's adapter sends, if any."""
+    seed = configured_sampling(config).get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
+def _as_run(result: ProbeResult, run: int, prompt: int) -> ProbeRun:
     seed = result.response.metadata.get("seed") if result.response else None
     return ProbeRun(
-        prompt=result.probe.wording(run)[0],
+        prompt=prompt,
         run=run,
         status="passed" if result.status == "passed" else _run_status(result),
         duration_ms=result.duration_ms,
@@ -290,10 +347,14 @@ async def run_suite(
     policy: VerdictPolicy | None = None,
     max_calls: int | None = None,
     suite_probes: int | None = None,
+    seed: int | None = None,
 ) -> RunResult:
     """Run `scenarios` (default: all, in config order), each as often as `policy` says (once by
     default), every run in one pool of `concurrency`. Never raises AdapterError: a call that
-    fails becomes an errored probe. Cancellation returns the partial result (`interrupted`)."""
+    fails becomes an errored probe. Cancellation returns the partial result (`interrupted`).
+
+    `seed` (default: the suite's configured `seed`, else one drawn at random) makes run r's
+    `context.seed` seed + r and draws the paraphrases; the result records it."""
     policy = policy or VerdictPolicy()
     started_at = _now()
     start = time.monotonic()
@@ -301,12 +362,19 @@ async def run_suite(
     listen = events or NoEvents()
     chosen = tuple(suite.scenarios if scenarios is None else scenarios)
     design = None
-    if policy.repeat == "auto":
+    if policy.repeated:
         # the false-alarm bound is split over the whole selection, also for one shard of it,
         # so that shards decide exactly as one unsharded run would
-        design = sequential_design(policy, suite_probes or sum(len(s.probes) for s in chosen))
+        policy = replace(policy, probes=suite_probes or sum(len(s.probes) for s in chosen))
+    if policy.repeat == "auto":
+        design = sequential_design(policy, policy.probes or 1)
     books = [_ScenarioRuns(s, policy, design) for s in chosen]
     budget = CallBudget(max_calls)
+    if seed is None:
+        seed = configured_seed(suite.adapter)
+    if seed is None:
+        seed = secrets.randbelow(SEED_RANGE)
+    temperature = configured_sampling(suite.adapter).get("temperature")
 
     def new_run(book: _ScenarioRuns, asked: frozenset[str] | None) -> _ScenarioRun:
         run = _ScenarioRun(
@@ -318,6 +386,8 @@ async def run_suite(
             run=len(book.runs),
             asked=asked,
             budget=budget,
+            seed=seed,
+            draw=policy.repeated,
         )
         book.runs.append(run)
         return run
@@ -331,7 +401,8 @@ async def run_suite(
             listen.scenario_finished(book.result())
 
     async def play_auto(book: _ScenarioRuns) -> None:
-        while len(book.runs) < policy.max_repeat and (asked := book.undecided()):
+        assert design is not None
+        while len(book.runs) < design.cap and (asked := book.undecided()):
             run = new_run(book, asked)
             async with gate:
                 await run.play()
@@ -363,6 +434,8 @@ async def run_suite(
         scenarios=tuple(book.result() for book in books),
         interrupted=interrupted,
         policy=policy,
+        seed=seed,
+        temperature=temperature if isinstance(temperature, int | float) else None,
     )
 
 

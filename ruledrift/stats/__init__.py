@@ -1,11 +1,14 @@
 """Statistics for repeated runs: pure functions, standard library only.
 
 - `intervals`: a probe's pass rate with its Wilson score interval (`pass_rate`, `PassRate`).
-- `sequential`: run a probe until the evidence says "holds" or "drifted" (Wald's sequential
-  test, `decide` with a `SequentialDesign`), with exact error rates; fixed-size designs for
-  comparison (`fixed_design`, `zero_failure_runs`).
+- `sequential`: run a probe until the evidence says "holds" or "drifted" (a truncated
+  sequential test, `decide` with a `SequentialDesign` whose cap decides every probe), with exact
+  error rates and run counts; fixed-size designs for comparison (`fixed_design`,
+  `zero_failure_runs`).
+- `operating`: the operating table of a whole suite (`python -m ruledrift.stats.operating`).
 - `compare`: base against head: Newcombe's interval for the drop, one-sided Fisher exact
-  p-values, Holm's adjustment over a suite, a label per probe, and runs needed per side.
+  p-values, Holm's adjustment over a suite, a label per probe (power-based "too few runs to
+  tell"), and runs needed per side.
 
 docs/statistics.md explains the numbers to users.
 """
@@ -15,6 +18,7 @@ from ruledrift.stats.compare import (
     Comparison,
     compare,
     compare_suite,
+    comparison_power,
     fisher_head_worse,
     fisher_power,
     holm,
@@ -25,6 +29,7 @@ from ruledrift.stats.compare import (
 )
 from ruledrift.stats.intervals import (
     PassRate,
+    beta_binomial_pmf,
     binomial_pmf,
     normal_quantile,
     pass_rate,
@@ -52,9 +57,11 @@ __all__ = [
     "PassRate",
     "SequentialDesign",
     "Verdict",
+    "beta_binomial_pmf",
     "binomial_pmf",
     "compare",
     "compare_suite",
+    "comparison_power",
     "decide",
     "fisher_head_worse",
     "fisher_power",

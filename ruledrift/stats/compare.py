@@ -14,15 +14,17 @@ review) `x2` of `n2`. Four pieces answer the question:
 
 "worse" and "better" are two one-sided tests, each Holm-adjusted over the suite at `alpha`; only
 "worse" is meant to gate a change. "too few runs to tell" is defined by the sample sizes alone,
-before looking at the results: even the most extreme outcome (every base run passing, every head
-run failing), whose one-sided p-value is 1 / C(n1 + n2, n1), would not be significant as the
-strongest change in a suite of m probes, that is 1 / C(n1 + n2, n1) > alpha / m. A probe that is
-not significant but could have been is "no evidence of a change", which is not evidence of no
+before looking at the results: a probe that is not significant is "too few runs to tell" when the
+exact power of its test, at its own run counts, to see the planned drop (from 95% to 80% by
+default) is under 80%, the test taken at alpha / m as Holm takes the strongest of m probes (its
+power for any probe is at least that). A probe that is not significant though its runs would
+probably have shown the planned drop is "no evidence of a change", which is not evidence of no
 change: the interval says how large a drop the runs still allow.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ __all__ = [
     "Comparison",
     "compare",
     "compare_suite",
+    "comparison_power",
     "fisher_head_worse",
     "fisher_power",
     "holm",
@@ -110,13 +113,20 @@ def label_change(
     *,
     alpha: float = 0.05,
     probes: int = 1,
+    planned: tuple[float, float] = (0.95, 0.80),
+    power: float = 0.80,
 ) -> ChangeLabel:
-    """The label for one probe from its Holm-adjusted one-sided p-values (see the module text)."""
+    """The label for one probe from its Holm-adjusted one-sided p-values (see the module text):
+    not significant with less than `power` to see the `planned` drop is too few runs to tell."""
     if worse_p <= alpha:
         return "worse"
     if better_p <= alpha:
         return "better"
-    if smallest_p_value(base_runs, head_runs) > alpha / probes:
+    holds_at, drifted_at = planned
+    reach = comparison_power(
+        base_runs, head_runs, holds_at=holds_at, drifted_at=drifted_at, alpha=alpha, probes=probes
+    )
+    if reach < power:
         return "too few runs to tell"
     return "no evidence of a change"
 
@@ -143,9 +153,14 @@ class Comparison:
 
 
 def compare_suite(
-    pairs: Sequence[tuple[PassRate, PassRate]], *, alpha: float = 0.05, confidence: float = 0.95
+    pairs: Sequence[tuple[PassRate, PassRate]],
+    *,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    planned: tuple[float, float] = (0.95, 0.80),
 ) -> list[Comparison]:
-    """Compare each (base, head) pair, Holm-adjusting over all of them, in the order given."""
+    """Compare each (base, head) pair, Holm-adjusting over all of them, in the order given;
+    `planned` is the drop whose power decides "too few runs to tell"."""
     worse = [fisher_head_worse(b.passes, b.runs, h.passes, h.runs) for b, h in pairs]
     better = [fisher_head_worse(h.passes, h.runs, b.passes, b.runs) for b, h in pairs]
     worse_adjusted, better_adjusted = holm(worse), holm(better)
@@ -159,6 +174,7 @@ def compare_suite(
             head.runs,
             alpha=alpha,
             probes=len(pairs),
+            planned=planned,
         )
         p_values = (worse[i], better[i], worse_adjusted[i], better_adjusted[i])
         comparisons.append(
@@ -168,27 +184,39 @@ def compare_suite(
 
 
 def compare(
-    base: PassRate, head: PassRate, *, alpha: float = 0.05, confidence: float = 0.95
+    base: PassRate,
+    head: PassRate,
+    *,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    planned: tuple[float, float] = (0.95, 0.80),
 ) -> Comparison:
     """Compare one probe on its own (a suite of one: no multiplicity adjustment)."""
-    return compare_suite([(base, head)], alpha=alpha, confidence=confidence)[0]
+    return compare_suite([(base, head)], alpha=alpha, confidence=confidence, planned=planned)[0]
 
 
-def _rejects_up_to(total: int, runs: int, alpha: float, denominator: int) -> int:
+def _rejects_up_to(total: int, base_runs: int, head_runs: int, alpha: float) -> int:
     """The largest head pass count that Fisher's test calls worse with `total` passes in all.
 
-    Both sides have `runs` runs and `denominator` is C(2·runs, runs); −1 when no count is
-    significant. The tail is summed in integers, so a p-value exactly at `alpha` counts.
+    One below the smallest possible count when none is significant. The hypergeometric tail is
+    summed in integers over C(n1 + n2, n2), so a p-value exactly at `alpha` counts.
     """
-    head = max(0, total - runs)
-    term = math.comb(total, head) * math.comb(2 * runs - total, runs - head)
+    denominator = math.comb(base_runs + head_runs, head_runs)
+    failures = base_runs + head_runs - total
+    head, most = max(0, total - base_runs), min(total, head_runs)
+    term = math.comb(total, head) * math.comb(failures, head_runs - head)
+    if term / denominator > alpha:
+        return head - 1
     tail = term
-    while tail / denominator <= alpha:
-        # C(t, h+1)·C(2n−t, n−h−1) from C(t, h)·C(2n−t, n−h), exactly in integers
-        term = term * (total - head) * (runs - head) // ((head + 1) * (runs - total + head + 1))
+    while head < most:
+        # C(t, h+1)·C(f, n2−h−1) from C(t, h)·C(f, n2−h), exactly in integers
+        term = term * (total - head) * (head_runs - head)
+        term //= (head + 1) * (failures - head_runs + head + 1)
+        if (tail + term) / denominator > alpha:
+            break
         tail += term
         head += 1
-    return head - 1
+    return head
 
 
 # Outcomes this unlikely on either side are left out of the power sum: its error stays below 1e-12
@@ -208,27 +236,46 @@ def _likely(probabilities: list[float]) -> range:
     return range(low, high + 1)
 
 
-def fisher_power(runs: int, p_base: float, p_head: float, alpha: float = 0.05) -> float:
-    """The power of the one-sided Fisher test at `alpha` with `runs` runs on each side.
+def fisher_power(
+    runs: int, p_base: float, p_head: float, alpha: float = 0.05, *, head_runs: int | None = None
+) -> float:
+    """The power of the one-sided Fisher test at `alpha` with `runs` runs of the base and
+    `head_runs` of the head (default: as many).
 
     The sum, over every outcome the test calls worse, of its binomial probability; outcomes of
     negligible probability are skipped, so the result is exact to within 1e-12.
     """
-    if runs < 1 or not 0 < alpha < 1:
-        raise ValueError(f"need runs >= 1 and 0 < alpha < 1, not {runs} and {alpha}")
-    denominator = math.comb(2 * runs, runs)
+    head_runs = runs if head_runs is None else head_runs
+    if runs < 1 or head_runs < 1 or not 0 < alpha < 1:
+        raise ValueError(f"need runs >= 1 and 0 < alpha < 1, not {runs}, {head_runs}, {alpha}")
     base = [binomial_pmf(x, runs, p_base) for x in range(runs + 1)]
-    head = [binomial_pmf(x, runs, p_head) for x in range(runs + 1)]
+    head = [binomial_pmf(x, head_runs, p_head) for x in range(head_runs + 1)]
     likely_base, likely_head = _likely(base), _likely(head)
     power = 0.0
     for total in range(
         likely_base.start + likely_head.start, likely_base[-1] + likely_head[-1] + 1
     ):
-        last = _rejects_up_to(total, runs, alpha, denominator)
+        last = _rejects_up_to(total, runs, head_runs, alpha)
         first = max(likely_head.start, total - likely_base[-1])
         for head_passes in range(first, min(last, likely_head[-1], total - likely_base.start) + 1):
             power += base[total - head_passes] * head[head_passes]
     return power
+
+
+@functools.lru_cache(maxsize=1024)
+def comparison_power(
+    base_runs: int,
+    head_runs: int,
+    *,
+    holds_at: float = 0.95,
+    drifted_at: float = 0.80,
+    alpha: float = 0.05,
+    probes: int = 1,
+) -> float:
+    """The exact power of one probe's comparison, at its run counts, to call a drop from
+    `holds_at` to `drifted_at` worse, the test taken at `alpha / probes` (Holm's first step:
+    the power of any probe's Holm-adjusted test is at least this)."""
+    return fisher_power(base_runs, holds_at, drifted_at, alpha / probes, head_runs=head_runs)
 
 
 def _normal_runs(p_base: float, p_head: float, alpha: float, power: float) -> int:

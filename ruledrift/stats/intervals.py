@@ -11,7 +11,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["PassRate", "binomial_pmf", "normal_quantile", "pass_rate", "wilson_interval", "z_for"]
+__all__ = [
+    "PassRate",
+    "beta_binomial_pmf",
+    "binomial_pmf",
+    "normal_quantile",
+    "pass_rate",
+    "wilson_interval",
+    "z_for",
+]
 
 # Acklam's rational approximation of the standard normal quantile (relative error below 1.2e-9),
 # which one Halley step against `math.erfc` then refines to full double precision.
@@ -116,4 +124,21 @@ def binomial_pmf(k: int, n: int, p: float) -> float:
     if p in (0.0, 1.0):
         return 1.0 if k == (n if p == 1.0 else 0) else 0.0
     log_terms = math.log(math.comb(n, k)) + k * math.log(p) + (n - k) * math.log1p(-p)
+    return math.exp(log_terms)
+
+
+def beta_binomial_pmf(k: int, n: int, p: float, correlation: float) -> float:
+    """P(X = k) for n runs whose pass rate is drawn once from a beta distribution with mean `p`
+    and intra-class `correlation` ρ (the beta-binomial model; ρ = 0 is the binomial)."""
+    if correlation == 0 or p in (0.0, 1.0):
+        return binomial_pmf(k, n, p)
+    if not 0 <= k <= n:
+        return 0.0
+    weight = (1 - correlation) / correlation
+    a, b = p * weight, (1 - p) * weight
+
+    def log_beta(x: float, y: float) -> float:
+        return math.lgamma(x) + math.lgamma(y) - math.lgamma(x + y)
+
+    log_terms = math.log(math.comb(n, k)) + log_beta(k + a, n - k + b) - log_beta(a, b)
     return math.exp(log_terms)

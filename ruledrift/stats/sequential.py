@@ -1,4 +1,5 @@
-"""Deciding, run by run, whether a rule still holds: Wald's sequential probability ratio test.
+"""Deciding, run by run, whether a rule still holds: a truncated sequential probability ratio test
+that decides every probe by its cap.
 
 Each run of a probe passes or fails. The test weighs two hypotheses about the probe's pass rate p:
 
@@ -7,32 +8,39 @@ Each run of a probe passes or fails. The test weighs two hypotheses about the pr
 
 After each run it computes the log-likelihood ratio of H1 to H0 for the failures so far,
 `failures·ln((1−p1)/(1−p0)) + passes·ln(p1/p0)`, and stops with "drifted" once it reaches the
-upper bound, with "holds" once it reaches the lower bound, and otherwise runs again, up to
-`max_runs`. A probe still between the bounds at `max_runs` is "inconclusive".
+upper bound, with "holds" once it reaches the lower bound (Wald 1945), and otherwise runs again.
+At the cap the test decides all the same: at most `cap_holds_up_to` failures "holds", more
+"drifted" (a truncated SPRT). A probe whose failures already exceed that count ends "drifted" at
+once, since no run left can change the verdict.
 
 The error bounds, and how they are kept:
 
 - a **false alarm** is a probe whose true pass rate is at least `holds_at` ending "drifted";
   over a suite of `probes` probes the chance of any false alarm is at most `alpha`, because each
-  probe gets `alpha / probes` (Bonferroni, valid whatever the probes' dependence);
+  probe gets `alpha / probes` (Bonferroni: valid whatever the probes' dependence);
 - a **miss** is a probe whose true pass rate is at most `drifted_at` ending "holds"; each such
-  probe is missed with probability at most `beta`;
-- "inconclusive" is neither: it is not a verdict, it is reported on its own with its rate.
+  probe is missed with probability at most `beta`.
 
-Wald's bounds ln((1−β)/α) and ln(β/(1−α)) keep the errors only approximately, and the cap
-changes them, so the design computes the exact error probabilities of the truncated test (a
-dynamic programme over runs and failures, `operating_characteristic`) and moves a bound outward,
-one attainable step at a time, until both exact errors are within their limits. The bounds are
-monotone in the number of failures, so the exact errors at `holds_at` and `drifted_at` bound the
-errors at every rate above and below them.
+Both are computed exactly, with the cap and its decision, by a dynamic programme over runs and
+failures (`operating_characteristic`). With `max_runs` None (the default) the design searches the
+smallest cap at which some count of failures, as the decision at the cap, keeps both exact
+errors within their bounds, and takes the count that leaves the most room under both (relative
+to each bound). With a `max_runs` given, the count is sought at that cap; where none keeps both
+bounds, a probe still undecided at the cap is "inconclusive" (no verdict) instead. Where Wald's
+bounds alone would break an error bound, a bound is moved outward one attainable step at a
+time. The verdict regions are monotone in the number of failures, so the exact errors at
+`holds_at` and `drifted_at` bound the errors at every rate above and below them.
 
 `decide` is a pure function of the counts. It assumes the caller stops at the first verdict:
-running on after "holds" or "drifted" and asking again voids the guarantees.
+running on after "holds" or "drifted" and asking again voids the guarantees. Runs that could not
+be made (`errors`) are counted against the verdict they could change: as failures for "holds",
+as passes for "drifted".
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -50,11 +58,13 @@ __all__ = [
     "zero_failure_runs",
 ]
 
-Verdict = Literal["holds", "drifted", "undecided", "inconclusive"]
+Verdict = Literal["holds", "drifted", "undecided", "inconclusive", "incomplete"]
 
 # A log-likelihood ratio within this of a bound counts as reaching it (Wald's "≥"), so that exact
 # ties, such as two failures in two runs against ln 16 for the defaults, do not hang on rounding.
 _TIE = 1e-9
+# The longest cap the search for one considers (a suite of 10,000 probes needs about 140 runs).
+SEARCH_LIMIT = 5_000
 
 
 def _percent(x: float) -> str:
@@ -68,25 +78,50 @@ def _check_rates(holds_at: float, drifted_at: float, alpha: float, beta: float) 
         raise ValueError(f"alpha and beta must be strictly between 0 and 1, not {alpha}, {beta}")
 
 
+def _advance(undecided: Sequence[float], pass_rate: float, correlation: float = 0.0) -> list[float]:
+    """The chances of each failure count after one more run, from those before it.
+
+    With a `correlation` ρ > 0 between the runs of a probe, the probe's pass rate is itself
+    drawn once, from a beta distribution with mean `pass_rate` (the beta-binomial model, whose
+    intra-class correlation is ρ): after n runs with f failures the next run passes with chance
+    (a + n − f) / (a + b + n), a = pass_rate·(1 − ρ)/ρ, b = (1 − pass_rate)·(1 − ρ)/ρ.
+    """
+    runs = len(undecided) - 1
+    step = [0.0] * (len(undecided) + 1)
+    for failures, chance in enumerate(undecided):
+        passing = pass_rate
+        if correlation and 0 < pass_rate < 1:
+            weight = (1 - correlation) / correlation
+            passing = (pass_rate * weight + runs - failures) / (weight + runs)
+        step[failures] += chance * passing
+        step[failures + 1] += chance * (1 - passing)
+    return step
+
+
 @dataclass(frozen=True)
 class SequentialDesign:
     """A truncated sequential test of `holds_at` against `drifted_at` for a suite of `probes`.
 
     `alpha` is the suite-wide false-alarm bound (each probe gets `alpha / probes`), `beta` the
-    per-probe miss bound, `max_runs` the cap after which a probe is "inconclusive". The two
-    log-likelihood-ratio bounds are computed from these and checked exactly on construction.
+    per-probe miss bound. `max_runs` is the cap; None (the default) derives the smallest cap at
+    which the test decides every probe by the cap within both bounds. After construction, `cap`
+    is the cap in force and `cap_holds_up_to` the most failures that decide "holds" at the cap
+    (more decide "drifted"), or None when no count keeps both bounds at a given `max_runs`:
+    a probe undecided at the cap is then "inconclusive".
     """
 
     holds_at: float = 0.95
     drifted_at: float = 0.80
     alpha: float = 0.05
     beta: float = 0.20
-    max_runs: int = 60
+    max_runs: int | None = None
     probes: int = 1
     drift_bound: float = field(init=False)
     hold_bound: float = field(init=False)
-    _drifted_from: tuple[int, ...] = field(init=False, repr=False)
-    _holds_up_to: tuple[int, ...] = field(init=False, repr=False)
+    cap: int = field(init=False)
+    cap_holds_up_to: int | None = field(init=False)
+    _drifted_from: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    _holds_up_to: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     @classmethod
     def for_suite(
@@ -96,32 +131,152 @@ class SequentialDesign:
         drifted_at: float = 0.80,
         alpha: float = 0.05,
         beta: float = 0.20,
-        max_runs: int = 60,
+        max_runs: int | None = None,
     ) -> SequentialDesign:
         """The design for a suite of `probes` probes with a suite-wide false-alarm bound."""
         return cls(holds_at, drifted_at, alpha, beta, max_runs, probes)
 
     def __post_init__(self) -> None:
         _check_rates(self.holds_at, self.drifted_at, self.alpha, self.beta)
-        if self.max_runs < 1 or self.probes < 1:
+        if (self.max_runs is not None and self.max_runs < 1) or self.probes < 1:
             raise ValueError(
                 f"need max_runs >= 1 and probes >= 1, not {self.max_runs}, {self.probes}"
             )
         upper = math.log((1 - self.beta) / self.probe_alpha)
         lower = math.log(self.beta / (1 - self.probe_alpha))
+        if self.max_runs is None:
+            self._derive(upper, lower)
+        else:
+            self._keep_at(self.max_runs, upper, lower)
+
+    # --- construction ---------------------------------------------------------------------------
+
+    def _set(self, upper: float, lower: float, cap: int, at_cap: int | None) -> None:
+        object.__setattr__(self, "drift_bound", upper)
+        object.__setattr__(self, "hold_bound", lower)
+        object.__setattr__(self, "cap", cap)
+        object.__setattr__(self, "cap_holds_up_to", at_cap)
+        runs = range(cap + 1)
+        drifted = [self.sprt_drifted(n) for n in runs]
+        holds = [self.sprt_holds(n) for n in runs]
+        if at_cap is not None:
+            drifted = [min(d, at_cap + 1) for d in drifted]  # beyond the cap's count: decided
+            drifted[cap], holds[cap] = at_cap + 1, at_cap
+        object.__setattr__(self, "_drifted_from", tuple(drifted))
+        object.__setattr__(self, "_holds_up_to", tuple(holds))
+
+    def _derive(self, upper: float, lower: float) -> None:
+        """The smallest cap with a decision at the cap that keeps both exact error bounds."""
         while True:
-            self._set_bounds(upper, lower)
+            self._set(upper, lower, 0, None)
+            outcome, runs, count = next(self._caps(SEARCH_LIMIT))
+            if outcome == "drift":
+                upper = self._next_drift_bound(runs)
+            elif outcome == "hold":
+                lower = self._next_hold_bound(runs)
+            elif outcome == "none":
+                raise ValueError(f"no cap up to {SEARCH_LIMIT} runs decides within both bounds")
+            else:
+                self._set(upper, lower, runs, count)
+                return
+
+    def _keep_at(self, most: int, upper: float, lower: float) -> None:
+        """At most `most` runs: the largest cap up to `most` with a decision at the cap that
+        keeps both exact error bounds; where none does, the cap `most` and bounds that keep both
+        errors with "inconclusive" at the cap."""
+        self._set(upper, lower, 0, None)
+        found = [(runs, count) for outcome, runs, count in self._caps(most) if outcome == "cap"]
+        if found:
+            self._set(upper, lower, *found[-1])
+            return
+        while True:
+            self._set(upper, lower, most, None)
             if operating_characteristic(self, self.holds_at).drifted > self.probe_alpha:
-                upper = self._next_drift_bound()
+                upper = self._next_drift_bound(most)
             elif operating_characteristic(self, self.drifted_at).holds > self.beta:
-                lower = self._next_hold_bound()
+                lower = self._next_hold_bound(most)
             else:
                 return
+
+    def _caps(
+        self, limit: int
+    ) -> Iterator[tuple[Literal["cap", "drift", "hold", "none"], int, int]]:
+        """One pass of the exact dynamic programme at `holds_at` and `drifted_at`, with the
+        current bounds and no cap: ("cap", runs, count) for each cap up to `limit` at which
+        deciding at the cap (at most `count` failures "holds", more "drifted") keeps both
+        errors, then ("drift" or "hold", runs, 0) when the bounds alone break that error by
+        `runs` (move that bound), or ("none", limit, 0)."""
+        alarm, miss = self.probe_alpha, self.beta
+        at_holds, at_drifted = [1.0], [1.0]
+        alarms = misses = 0.0  # decided by the bounds so far: "drifted" at holds_at, "holds" at
+        for runs in range(1, limit + 1):
+            at_holds = _advance(at_holds, self.holds_at)
+            at_drifted = _advance(at_drifted, self.drifted_at)
+            lowest, highest = self.sprt_holds(runs), self.sprt_drifted(runs)
+            counts = range(lowest, highest)
+            best = _best_count(at_holds, at_drifted, alarms, misses, counts, alarm, miss)
+            if best is not None:
+                yield "cap", runs, best
+            alarms += math.fsum(at_holds[highest:])
+            misses += math.fsum(at_drifted[: lowest + 1])
+            for failures in [*range(lowest + 1), *range(highest, runs + 1)]:
+                at_holds[failures] = at_drifted[failures] = 0.0
+            if alarms > alarm:
+                yield "drift", runs, 0
+                return
+            if misses > miss:
+                yield "hold", runs, 0
+                return
+        yield "none", limit, 0
+
+    def sprt_drifted(self, runs: int) -> int:
+        """Wald's test alone: the fewest failures in `runs` whose log-likelihood ratio reaches
+        the upper bound (the cap's decision aside)."""
+        slope = self.log_ratio(1, runs) - self.log_ratio(0, runs)
+        failures = max(0, math.ceil((self.drift_bound - self.log_ratio(0, runs)) / slope) - 1)
+        while self.log_ratio(failures, runs) < self.drift_bound - _TIE:
+            failures += 1
+        return failures
+
+    def sprt_holds(self, runs: int) -> int:
+        """Wald's test alone: the most failures in `runs` whose log-likelihood ratio reaches the
+        lower bound (−1: none)."""
+        failures = self.sprt_drifted(runs)
+        while failures >= 0 and self.log_ratio(failures, runs) > self.hold_bound + _TIE:
+            failures -= 1
+        return failures
+
+    def _next_drift_bound(self, reach: int) -> float:
+        """The smallest bound above the current one that removes a "drifted" outcome within
+        `reach` runs."""
+        edge = min(
+            self.log_ratio(self.sprt_drifted(n), n)
+            for n in range(1, reach + 1)
+            if self.sprt_drifted(n) <= n
+        )
+        return edge + 2 * _TIE
+
+    def _next_hold_bound(self, reach: int) -> float:
+        """The largest bound below the current one that removes a "holds" outcome within
+        `reach` runs."""
+        edge = max(
+            self.log_ratio(self.sprt_holds(n), n)
+            for n in range(1, reach + 1)
+            if self.sprt_holds(n) >= 0
+        )
+        return edge - 2 * _TIE
+
+    # --- the decision regions -------------------------------------------------------------------
 
     @property
     def probe_alpha(self) -> float:
         """The false-alarm bound of one probe: `alpha / probes`."""
         return self.alpha / self.probes
+
+    @property
+    def decides_at_cap(self) -> bool:
+        """Whether every probe is decided by the cap (no "inconclusive")."""
+        return self.cap_holds_up_to is not None
 
     def log_ratio(self, failures: int, runs: int) -> float:
         """The log-likelihood ratio of "drifted" to "holds" after `failures` in `runs`."""
@@ -131,97 +286,105 @@ class SequentialDesign:
 
     def drifted_from(self, runs: int) -> int:
         """The fewest failures in `runs` runs that decide "drifted" (more than `runs`: none do)."""
-        if runs <= self.max_runs:
+        if runs <= self.cap:
             return self._drifted_from[runs]
-        return self._drifted_min(runs)
+        return self.sprt_drifted(runs)
 
     def holds_up_to(self, runs: int) -> int:
         """The most failures in `runs` runs that still decide "holds" (−1: no count does)."""
-        if runs <= self.max_runs:
+        if runs <= self.cap:
             return self._holds_up_to[runs]
-        return self._holds_max(runs)
+        return self.sprt_holds(runs)
 
-    def _set_bounds(self, upper: float, lower: float) -> None:
-        object.__setattr__(self, "drift_bound", upper)
-        object.__setattr__(self, "hold_bound", lower)
-        runs = range(self.max_runs + 1)
-        object.__setattr__(self, "_drifted_from", tuple(self._drifted_min(n) for n in runs))
-        object.__setattr__(self, "_holds_up_to", tuple(self._holds_max(n) for n in runs))
 
-    def _drifted_min(self, runs: int) -> int:
-        slope = self.log_ratio(1, runs) - self.log_ratio(0, runs)
-        failures = max(0, math.ceil((self.drift_bound - self.log_ratio(0, runs)) / slope) - 1)
-        while self.log_ratio(failures, runs) < self.drift_bound - _TIE:
-            failures += 1
-        return failures
-
-    def _holds_max(self, runs: int) -> int:
-        failures = self._drifted_min(runs)
-        while failures >= 0 and self.log_ratio(failures, runs) > self.hold_bound + _TIE:
-            failures -= 1
-        return failures
-
-    def _next_drift_bound(self) -> float:
-        """The smallest bound above the current one that removes a "drifted" outcome."""
-        reachable = [n for n in range(1, self.max_runs + 1) if self._drifted_from[n] <= n]
-        edge = min(self.log_ratio(self._drifted_from[n], n) for n in reachable)
-        return edge + 2 * _TIE
-
-    def _next_hold_bound(self) -> float:
-        """The largest bound below the current one that removes a "holds" outcome."""
-        reachable = [n for n in range(1, self.max_runs + 1) if self._holds_up_to[n] >= 0]
-        edge = max(self.log_ratio(self._holds_up_to[n], n) for n in reachable)
-        return edge - 2 * _TIE
+def _best_count(
+    at_holds: Sequence[float],
+    at_drifted: Sequence[float],
+    alarms: float,
+    misses: float,
+    counts: range,
+    alarm: float,
+    miss: float,
+) -> int | None:
+    """Of the failure counts `c` in `counts` (at most c failures "holds", more "drifted", as the
+    decision at the cap), the one that keeps both errors within bounds with the most room,
+    relative to each bound (ties: the larger count, the fewer false alarms); None if none does."""
+    best: tuple[float, int] | None = None
+    for count in counts:
+        false_alarm = alarms + math.fsum(at_holds[count + 1 :])
+        missed = misses + math.fsum(at_drifted[: count + 1])
+        if false_alarm <= alarm and missed <= miss:
+            score = max(false_alarm / alarm, missed / miss)
+            if best is None or score <= best[0]:
+                best = (score, count)
+    return None if best is None else best[1]
 
 
 @dataclass(frozen=True)
 class OperatingCharacteristic:
-    """The exact chances of each ending for a probe whose true pass rate is `pass_rate`."""
+    """The exact chances of each ending for a probe whose true pass rate is `pass_rate`, and
+    of each number of runs (`stops[n]`: the chance the probe stops after exactly n runs)."""
 
     pass_rate: float
     holds: float
     drifted: float
     inconclusive: float
     mean_runs: float
+    stops: tuple[float, ...] = field(default=(), repr=False)
+
+    def runs_percentile(self, share: float) -> int:
+        """The fewest runs within which the probe stops with chance at least `share`."""
+        reached = 0.0
+        for runs, chance in enumerate(self.stops):
+            reached += chance
+            if reached >= share - 1e-12:
+                return runs
+        return len(self.stops) - 1
 
 
-def operating_characteristic(design: SequentialDesign, pass_rate: float) -> OperatingCharacteristic:
-    """How `design` ends for a probe passing with probability `pass_rate`, computed exactly."""
+def operating_characteristic(
+    design: SequentialDesign, pass_rate: float, correlation: float = 0.0
+) -> OperatingCharacteristic:
+    """How `design` ends for a probe passing with probability `pass_rate`, computed exactly; with
+    a `correlation` between its runs (see `_advance`), under the beta-binomial model."""
+    if not 0 <= correlation < 1:
+        raise ValueError(f"need 0 <= correlation < 1, not {correlation}")
     undecided = [1.0]  # undecided[f]: chance of f failures so far with no verdict yet
-    holds = drifted = mean_runs = 0.0
-    for runs in range(1, design.max_runs + 1):
-        step = [0.0] * (runs + 1)
-        for failures, chance in enumerate(undecided):
-            step[failures] += chance * pass_rate
-            step[failures + 1] += chance * (1 - pass_rate)
-        for failures in range(runs + 1):
-            if failures >= design.drifted_from(runs):
-                drifted += step[failures]
-            elif failures <= design.holds_up_to(runs):
-                holds += step[failures]
-            else:
-                continue
-            mean_runs += runs * step[failures]
-            step[failures] = 0.0
-        undecided = step
-    inconclusive = sum(undecided)
-    mean_runs += design.max_runs * inconclusive
-    return OperatingCharacteristic(pass_rate, holds, drifted, inconclusive, mean_runs)
+    holds = drifted = 0.0
+    stops = [0.0]
+    for runs in range(1, design.cap + 1):
+        undecided = _advance(undecided, pass_rate, correlation)
+        lowest, highest = design.holds_up_to(runs), design.drifted_from(runs)
+        now_holds, now_drifted = math.fsum(undecided[: lowest + 1]), math.fsum(undecided[highest:])
+        for failures in [*range(max(lowest + 1, 0)), *range(highest, runs + 1)]:
+            undecided[failures] = 0.0
+        holds, drifted = holds + now_holds, drifted + now_drifted
+        stops.append(now_holds + now_drifted)
+    inconclusive = math.fsum(undecided)
+    stops[-1] += inconclusive
+    mean_runs = math.fsum(runs * chance for runs, chance in enumerate(stops))
+    return OperatingCharacteristic(pass_rate, holds, drifted, inconclusive, mean_runs, tuple(stops))
 
 
 @dataclass(frozen=True)
 class Decision:
-    """The verdict after `passes` of `runs` under `design`, and (on demand) a sentence why."""
+    """The verdict after `passes` of `runs` (of which `errors` could not be made) under `design`,
+    and (on demand) a sentence why."""
 
     verdict: Verdict
     passes: int
     runs: int
     design: SequentialDesign = field(repr=False)
+    errors: int = 0
+
+    @property
+    def failures(self) -> int:
+        return self.runs - self.passes - self.errors
 
     @property
     def explanation(self) -> str:
         """What was observed, what it shows, and for an open verdict what would decide it."""
-        return _explain(self.verdict, self.passes, self.runs, self.design)
+        return _explain(self)
 
 
 def _passes_to_hold(failures: int, runs: int, design: SequentialDesign, cap: int) -> int | None:
@@ -243,8 +406,10 @@ def _count(number: int, word: str) -> str:
     return f"{number} {word}" if number == 1 else f"{number} {word}{plural}"
 
 
-def _what_would_decide(failures: int, runs: int, design: SequentialDesign, cap: int) -> str:
-    to_hold = _passes_to_hold(failures, runs, design, cap)
+def _what_would_decide(
+    failures: int, runs: int, design: SequentialDesign, cap: int, errors: int = 0
+) -> str:
+    to_hold = _passes_to_hold(failures + errors, runs, design, cap)
     to_drift = _failures_to_drift(failures, runs, design, cap)
     hold = (
         f"{_count(to_hold, 'more pass')} in a row would decide 'holds'"
@@ -270,57 +435,114 @@ def _bounds_at(runs: int, design: SequentialDesign) -> str:
     return f"{hold} and {drift}"
 
 
-def _verdict(failures: int, runs: int, design: SequentialDesign) -> Verdict:
+def _holds_at_most(design: SequentialDesign) -> int:
+    """The most failures with which "holds" can still be reached (at the cap, the latest)."""
+    return design.holds_up_to(design.cap)
+
+
+def _verdict(failures: int, errors: int, runs: int, design: SequentialDesign) -> Verdict:
     if failures >= design.drifted_from(runs):
         return "drifted"
-    if failures <= design.holds_up_to(runs):
+    if failures + errors <= design.holds_up_to(runs):
         return "holds"
-    return "undecided" if runs < design.max_runs else "inconclusive"
+    if errors and (runs >= design.cap or failures + errors > _holds_at_most(design) >= failures):
+        return "incomplete"  # the errors could change the verdict, and more runs cannot help
+    return "undecided" if runs < design.cap else "inconclusive"
 
 
-def _explain(verdict: Verdict, passes: int, runs: int, design: SequentialDesign) -> str:
-    failures = runs - passes
+def _observed(decision: Decision) -> str:
+    if not decision.runs:
+        return "no runs yet"
+    observed = f"{decision.failures} of {decision.runs} runs failed"
+    if decision.errors:
+        observed += (
+            f" and {decision.errors} could not be made (counted as failures for 'holds', as "
+            "passes for 'drifted')"
+        )
+    return observed
+
+
+def _explain(decision: Decision) -> str:
+    verdict, runs, design, failures = (
+        decision.verdict,
+        decision.runs,
+        decision.design,
+        decision.failures,
+    )
     holds, drifted = _percent(design.holds_at), _percent(design.drifted_at)
-    observed = f"{failures} of {runs} runs failed" if runs else "no runs yet"
+    observed = _observed(decision)
     if verdict == "drifted":
-        return (
-            f"drifted: {observed}, evidence enough that the pass rate is at most {drifted} "
-            f"rather than at least {holds} (false alarms at most {_percent(design.probe_alpha)} "
-            "for this probe)"
-        )
+        return _explain_drifted(decision, observed, holds, drifted)
     if verdict == "holds":
-        return (
-            f"holds: {observed}, evidence enough that the pass rate is at least {holds} "
-            f"rather than at most {drifted} (a drifted rule is missed at most "
-            f"{_percent(design.beta)} of the time)"
-        )
+        return _explain_holds(decision, observed, holds, drifted)
     if verdict == "undecided":
+        steps = _what_would_decide(failures, runs, design, design.cap, decision.errors)
+        return f"undecided: {observed}; {steps}"
+    if verdict == "incomplete":
         return (
-            f"undecided: {observed}; {_what_would_decide(failures, runs, design, design.max_runs)}"
+            f"incomplete: {observed}. Counted as failures, the runs that could not be made rule "
+            f"out 'holds' (at most {_count(_holds_at_most(design), 'failure')} by the cap of "
+            f"{design.cap} runs), and the runs that were made do not show 'drifted': they could "
+            "change the verdict"
         )
-    next_steps = _what_would_decide(failures, runs, design, 2 * design.max_runs)
-    rate = pass_rate(passes, runs)
+    next_steps = _what_would_decide(failures, runs, design, 2 * design.cap)
+    rate = pass_rate(decision.passes, runs)
     return (
         f"inconclusive: {observed} and {runs} is the cap; {_bounds_at(runs, design)}. The pass "
         f"rate so far, {rate.rate:.1%} (95% interval {rate.low:.1%}–{rate.high:.1%}), does not "
-        f"tell at least {holds} from at most {drifted}. To decide, plan a higher max_runs before "
-        f"running (with these bounds {next_steps}) or a wider gap between holds_at and drifted_at"
+        f"tell at least {holds} from at most {drifted}. To decide, leave the cap to RuleDrift "
+        f"(it derives one that decides every probe) or plan a higher one before running (with "
+        f"these bounds {next_steps})"
     )
 
 
-def decide(passes: int, runs: int, design: SequentialDesign) -> Decision:
-    """The verdict after `passes` of `runs` under `design`; call after each run, stop at a verdict.
+def _explain_drifted(decision: Decision, observed: str, holds: str, drifted: str) -> str:
+    design, failures = decision.design, decision.failures
+    alarms = f"false alarms at most {_percent(design.probe_alpha)} for this probe"
+    if failures >= design.sprt_drifted(decision.runs):
+        return (
+            f"drifted: {observed}, evidence enough that the pass rate is at most {drifted} "
+            f"rather than at least {holds} ({alarms})"
+        )
+    return (
+        f"drifted: {observed}, more than the {design.cap_holds_up_to} failures with which "
+        f"'holds' is decided at the cap of {design.cap} runs, so no run can change the verdict: "
+        f"the pass rate is taken to be at most {drifted} rather than at least {holds} ({alarms})"
+    )
+
+
+def _explain_holds(decision: Decision, observed: str, holds: str, drifted: str) -> str:
+    design = decision.design
+    misses = f"a drifted rule is missed at most {_percent(design.beta)} of the time"
+    if decision.failures + decision.errors <= design.sprt_holds(decision.runs):
+        return (
+            f"holds: {observed}, evidence enough that the pass rate is at least {holds} rather "
+            f"than at most {drifted} ({misses})"
+        )
+    return (
+        f"holds: {observed}, and at the cap of {design.cap} runs at most "
+        f"{design.cap_holds_up_to} failures decide 'holds': the pass rate is taken to be at "
+        f"least {holds} rather than at most {drifted} ({misses})"
+    )
+
+
+def decide(passes: int, runs: int, design: SequentialDesign, errors: int = 0) -> Decision:
+    """The verdict after `passes` of `runs`, `errors` of which could not be made, under
+    `design`; call after each run, stop at a verdict.
 
     "holds" and "drifted" are final; "undecided" asks for another run; "inconclusive" means the
-    `max_runs` cap was reached between the bounds. The explanation says what would decide an
-    undecided or inconclusive probe.
+    cap was reached between the bounds (only for a design that does not decide at its cap);
+    "incomplete" that runs which could not be made could change the verdict and no run left can
+    settle it. Errors count as failures for "holds" and as passes for "drifted". The
+    explanation says what would decide an undecided or inconclusive probe.
     """
-    if not 0 <= passes <= runs <= design.max_runs:
+    if not (passes >= 0 and errors >= 0 and passes + errors <= runs <= design.cap):
         raise ValueError(
-            f"need 0 <= passes <= runs <= max_runs ({design.max_runs}), not {passes} of {runs}"
+            f"need 0 <= passes <= runs <= the cap ({design.cap}), not {passes} of {runs} "
+            f"({errors} errors)"
         )
-    verdict = _verdict(runs - passes, runs, design)
-    return Decision(verdict, passes, runs, design)
+    verdict = _verdict(runs - passes - errors, errors, runs, design)
+    return Decision(verdict, passes, runs, design, errors)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,9 @@ from ruledrift.action import inputs as action_inputs
 from ruledrift.action import outputs as action_outputs
 from ruledrift.action import run as entrypoint
 from ruledrift.app import targets
+from ruledrift.data import VerdictPolicy
 from ruledrift.results.shards import Shard
+from ruledrift.run.verdicts import gate_odds
 from tests.support import AGENTS
 from tests.support.ollama_fake import OLLAMA_BIN, FakeOllama, free_port
 from tests.support.suites import base_suite, write_suite
@@ -975,3 +977,23 @@ def test_a_hostile_baseline_is_read_as_strictly_as_any_saved_report(action: Acti
     assert "baseline not compared: cannot read report" in run.stdout
     assert '/scenarios/1/id: "smalltalk" is used twice (first at /scenarios/0/id)' in run.stdout
     assert "compared with base" not in run.summary
+
+
+def test_a_rerun_says_what_re_running_does_to_the_miss_rate(action: Action) -> None:
+    """Attempt 2 of a workflow run: the summary names the attempt and the chance, computed for
+    the run's policy and probes, that a rule at 80% gets through one attempt, two, three."""
+    config = action.suite("--leak-after", "0")
+    first = action.run({"config": config, "repeat": "auto"})
+    assert first.code == 1, first.log
+    assert "attempt" not in first.summary
+    second = action.run({"config": config, "repeat": "auto"}, env={"GITHUB_RUN_ATTEMPT": "2"})
+    assert second.code == 1, second.log
+    odds = gate_odds(VerdictPolicy(repeat="auto", probes=2), 2)
+    once, twice, thrice = (f"{1 - odds.caught**k:.1%}" for k in (1, 2, 3))
+    assert (once, twice, thrice) == ("20.0%", "36.0%", "48.8%")
+    assert (
+        f"> **Note:** this is attempt 2 of this workflow run. Re-running a red job until it "
+        f"goes green defeats the error rates: a probe whose rule passes 80% of the time gets "
+        f"through one attempt {once} of the time, and at least one of 2 attempts {twice} (of "
+        f"3: {thrice})."
+    ) in second.summary

@@ -45,7 +45,8 @@ def test_the_published_example_28_of_30_against_22_of_30() -> None:
     assert c.drop == pytest.approx(0.20)
     assert (c.low, c.high) == pytest.approx((0.0075, 0.3842), abs=5e-4)
     assert c.worse_p == pytest.approx(0.0399, abs=5e-4)
-    assert result.runs_needed == 67
+    # 4 probes are compared (the errored ones have no answer): 5% / 4 for the strongest
+    assert result.runs_needed == 96
 
 
 def test_holm_adjusts_over_the_probes_and_labels_follow() -> None:
@@ -82,7 +83,7 @@ def test_added_and_removed_probes_are_listed_apart() -> None:
 
 def suite(tmp_path: Path, probability: str) -> Path:
     folder = tmp_path / probability
-    folder.mkdir()
+    folder.mkdir(parents=True)
     data = base_suite(
         command=sys.executable,
         args=[str(AGENTS / "scripted.py"), "--leak-probability", probability],
@@ -121,3 +122,41 @@ def test_the_json_comparison_of_ids_with_a_lone_surrogate_is_utf8() -> None:
     rendered = render_comparison_json(compare_runs(head, head))
     assert '"probe": "calm\ufffd/polite-reply"' in rendered.decode("utf-8")
     assert "calm\ufffd/polite-reply" in render_comparison_markdown(compare_runs(head, head))
+
+
+@pytest.mark.process
+def test_two_auto_reports_are_too_few_runs_to_tell_and_the_footer_counts_the_probes(
+    tmp_path: Path,
+) -> None:
+    """Issue 18: two --repeat auto reports (10 to 19 runs a probe) have under 15% power to see a
+    drop from 95% to 80%: "too few runs to tell", not "no evidence of a change"; the footer
+    gives the runs a side for these 2 probes (82, at 5% / 2). Planned for a drop to 50%, 17 runs
+    a side are enough."""
+    base, head = tmp_path / "base.json", tmp_path / "head.json"
+    for report in (base, head):
+        done = ruledrift(
+            "run", suite(tmp_path / report.stem, "0.0"), "--repeat", "auto", "--json", report
+        )
+        assert done.returncode == 0, done.stderr
+    data = tmp_path / "c.json"
+    compared = ruledrift("compare", base, head, "--json", data)
+    assert compared.returncode == 0, compared.stderr
+    document = json.loads(data.read_text())
+    assert {p["label"] for p in document["probes"]} == {"too few runs to tell"}
+    assert document["runsPerSideNeeded"] == 82
+    assert document["plannedDrop"] == {"from": 0.95, "to": 0.80}
+    assert (
+        "Telling a drop from 95% to 80% with 80% power in this comparison of 2 probe(s) takes 82 "
+        "runs per side"
+    ) in compared.stdout
+    # the drop to plan for is the head's: --drifted-at 0.5 needs 17 runs a side for 2 probes
+    fixed_base, fixed_head = tmp_path / "fb.json", tmp_path / "fh.json"
+    for report in (fixed_base, fixed_head):
+        folder = tmp_path / report.stem
+        run = ("run", suite(folder, "0.0"), "--repeat", "17", "--drifted-at", "0.5")
+        ruledrift(*run, "--json", report)
+    enough = ruledrift("compare", fixed_base, fixed_head, "--json", data)
+    assert enough.returncode == 0, enough.stderr
+    document = json.loads(data.read_text())
+    assert {p["label"] for p in document["probes"]} == {"no evidence of a change"}
+    assert document["runsPerSideNeeded"] == 17

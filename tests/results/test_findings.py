@@ -7,10 +7,17 @@ from dataclasses import replace
 
 import pytest
 
-from ruledrift.data import ProbeResult, RunResult, TargetInfo
+from ruledrift.data import ProbeResult, ProbeRun, RunResult, TargetInfo, VerdictPolicy
 from ruledrift.reports.job_summary import render_summary
 from ruledrift.reports.terminal import TerminalOptions, render_terminal
-from ruledrift.results.findings import probe_flags, rule_stories, suspicious, target_warnings
+from ruledrift.results.findings import (
+    drift_curve,
+    probe_flags,
+    rule_stories,
+    suspicious,
+    target_warnings,
+)
+from ruledrift.stats import wilson_interval
 from tests.support import results as factories
 from tests.support.results import NEVER_DISCLOSE
 
@@ -173,3 +180,27 @@ def test_undecided_depths_are_never_called_held() -> None:
         "undecided",
         "undecided at every depth (8): no depth was decided",
     )
+
+
+def test_a_drift_cell_counts_conversations_not_the_probe_runs_that_share_one() -> None:
+    """Two probes of one rule at one depth of one scenario share each run's conversation: a
+    cell counts each run once, passing when both passed (here runs 0 and 2 of 3, not 4 of 6
+    probe runs); the interval is Wilson's over 3 conversations."""
+    statuses = {"a": "PFP", "b": "PFF"}
+    probes = []
+    for name, pattern in statuses.items():
+        runs = tuple(
+            ProbeRun(i, "passed" if c == "P" else "failed", 1) for i, c in enumerate(pattern)
+        )
+        base = factories.passed(name, factories.ANSWER_OK)
+        probes.append(replace(base, status="failed", runs=runs))
+    scenario = factories.scenario_result("pair", tuple(probes), 6)
+    result = replace(factories.run_result(), scenarios=(scenario,), policy=VerdictPolicy(repeat=3))
+    [curve] = drift_curve(result)
+    [cell] = curve.cells
+    assert (cell.rate.passes, cell.rate.runs) == (1, 3)
+    assert (cell.rate.low, cell.rate.high) == pytest.approx(wilson_interval(1, 3))
+    other = factories.scenario_result("other", (replace(probes[0], probe=probes[0].probe),), 3)
+    both = replace(result, scenarios=(scenario, other))
+    [cell] = drift_curve(both)[0].cells
+    assert (cell.rate.passes, cell.rate.runs) == (3, 6)  # another scenario: its own runs

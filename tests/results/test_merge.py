@@ -61,7 +61,14 @@ def sharded(tmp_path: Path, path: Path, total: int, *args: str) -> list[Path]:
     return reports
 
 
-@pytest.mark.parametrize("args", [(), ("--repeat", "3"), ("--repeat", "auto", "--max-repeat", "8")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--seed", "7"),
+        ("--seed", "7", "--repeat", "3"),
+        ("--seed", "7", "--repeat", "auto", "--max-repeat", "8"),
+    ],
+)
 def test_merged_shards_equal_an_unsharded_run(tmp_path: Path, args: tuple[str, ...]) -> None:
     path = suite(tmp_path, "--leak-probability", "0.3")
     whole = tmp_path / "whole.json"
@@ -229,10 +236,12 @@ def test_shards_of_a_ruledrift_that_did_not_record_their_scenarios_are_refused(
 def test_shards_cut_by_times_merge_into_an_unsharded_run_and_say_by_what(tmp_path: Path) -> None:
     path = suite(tmp_path, "--leak-probability", "0.3", scenarios=7)
     whole = tmp_path / "whole.json"
-    alone = ruledrift("run", path, "--json", whole, "--repeat", "2")
+    alone = ruledrift("run", path, "--json", whole, "--repeat", "2", "--seed", "7")
     main = tmp_path / "main.json"  # main's last run, without repeats
     assert ruledrift("run", path, "--json", main).returncode in (0, 1)
-    shards = sharded(tmp_path, path, 3, "--repeat", "2", "--shard-balance", str(main))
+    shards = sharded(
+        tmp_path, path, 3, "--repeat", "2", "--seed", "7", "--shard-balance", str(main)
+    )
     merged = tmp_path / "merged.json"
     done = ruledrift("merge", *shards, "--json", merged)
     assert done.returncode == alone.returncode, done.stderr

@@ -120,10 +120,11 @@ def test_probes_run_on_isolated_copies_in_cache_friendly_order(tmp_path: Path) -
 def test_call_context(tmp_path: Path) -> None:
     suite = make_suite(tmp_path, [scenario("s", 1, [probe("p", 1)])])
     adapter = RecordingAdapter()
-    run(suite, adapter)
+    result = run(suite, adapter)
+    assert result.seed is not None  # drawn for the run: run 0's calls send it
     assert [c.context for c in adapter.calls] == [
-        CallContext("test suite", "s", "turn", turn=1),
-        CallContext("test suite", "s", "probe", probe="p", after_turn=1),
+        CallContext("test suite", "s", "turn", turn=1, seed=result.seed),
+        CallContext("test suite", "s", "probe", probe="p", after_turn=1, seed=result.seed),
     ]
     assert adapter.calls[0].messages[0].role == "system"
 

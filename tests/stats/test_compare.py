@@ -9,8 +9,10 @@ import random
 import pytest
 
 from ruledrift.stats import (
+    binomial_pmf,
     compare,
     compare_suite,
+    comparison_power,
     fisher_head_worse,
     fisher_power,
     holm,
@@ -103,15 +105,48 @@ def test_holm_adjusts_a_hand_computed_example() -> None:
     [
         (0.04, 0.99, 30, 1, "worse"),
         (0.99, 0.05, 30, 1, "better"),
-        (0.30, 0.90, 30, 1, "no evidence of a change"),
-        (0.30, 0.90, 2, 1, "too few runs to tell"),  # 1/C(4, 2) = 1/6 > 0.05
-        (0.30, 0.90, 3, 1, "no evidence of a change"),  # 1/C(6, 3) = 0.05: a collapse would do
-        (0.30, 0.90, 3, 2, "too few runs to tell"),  # but not as the strongest of two probes
+        (0.30, 0.90, 67, 1, "no evidence of a change"),  # power 80.6% to see 95% -> 80%
+        (0.30, 0.90, 66, 1, "too few runs to tell"),  # power 79.96%
+        (0.30, 0.90, 17, 1, "too few runs to tell"),  # two --repeat auto reports: power 14%
+        (0.30, 0.90, 101, 5, "no evidence of a change"),  # at 5% / 5 (Holm's first step)
+        (0.30, 0.90, 100, 5, "too few runs to tell"),
         (0.01, 0.99, 3, 2, "worse"),
     ],
 )
 def test_labels(worse: float, better: float, runs: int, probes: int, label: str) -> None:
     assert label_change(worse, better, runs, runs, alpha=0.05, probes=probes) == label
+
+
+def test_too_few_runs_is_the_power_to_see_the_planned_drop() -> None:
+    assert comparison_power(17, 17) == pytest.approx(fisher_power(17, 0.95, 0.80))
+    assert comparison_power(17, 17) < 0.15
+    assert comparison_power(67, 67) >= 0.80 > comparison_power(67, 67, probes=2)
+    # the drop to plan for is the policy's: 95% -> 70% is easier to see than 95% -> 80%
+    assert label_change(0.3, 0.9, 40, 40, planned=(0.95, 0.70)) == "no evidence of a change"
+    assert label_change(0.3, 0.9, 40, 40, planned=(0.95, 0.80)) == "too few runs to tell"
+
+
+def brute_power(
+    base_runs: int, head_runs: int, p_base: float, p_head: float, alpha: float
+) -> float:
+    """Every pair of outcomes, each tested with `fisher_head_worse` (itself checked against
+    scipy above)."""
+    return sum(
+        binomial_pmf(x1, base_runs, p_base) * binomial_pmf(x2, head_runs, p_head)
+        for x1 in range(base_runs + 1)
+        for x2 in range(head_runs + 1)
+        if fisher_head_worse(x1, base_runs, x2, head_runs) <= alpha
+    )
+
+
+@pytest.mark.parametrize(
+    ("base", "head", "alpha"), [(12, 20, 0.05), (25, 9, 0.01), (15, 15, 0.002)]
+)
+def test_the_power_with_unequal_run_counts_is_every_outcome_summed(
+    base: int, head: int, alpha: float
+) -> None:
+    exact = fisher_power(base, 0.95, 0.80, alpha, head_runs=head)
+    assert exact == pytest.approx(brute_power(base, head, 0.95, 0.80, alpha), abs=1e-12)
 
 
 def test_a_suite_adjusts_each_probe_for_the_others() -> None:
@@ -121,7 +156,7 @@ def test_a_suite_adjusts_each_probe_for_the_others() -> None:
     assert alone[0].label == "worse"
     assert among[0].worse_p == alone[0].worse_p
     assert among[0].worse_adjusted == pytest.approx(3 * alone[0].worse_p)
-    assert [c.label for c in among] == ["no evidence of a change"] * 3
+    assert [c.label for c in among] == ["too few runs to tell"] * 3  # 30 a side: under 80% power
 
 
 def test_a_head_that_passes_more_is_better() -> None:

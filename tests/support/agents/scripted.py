@@ -8,6 +8,9 @@
 --leak-runs R,.. leak the secret in probes of these runs (context.run) only
 --leak-probability P  leak in a probe with probability P, the same for the same
                  (scenario, probe, run) every time: a target with a known pass rate
+--crash-runs R,..  exit 3 for probe calls of these runs (context.run); "all": every run
+--answer-by-seed answer probes with a text that names context.seed (distinct seeds, distinct
+                 answers)
 """
 
 import argparse
@@ -25,6 +28,8 @@ parser.add_argument("--record")
 parser.add_argument("--answer")
 parser.add_argument("--leak-runs", default="")
 parser.add_argument("--leak-probability", type=float, default=0.0)
+parser.add_argument("--crash-runs", default="")
+parser.add_argument("--answer-by-seed", action="store_true")
 args = parser.parse_args()
 
 request = json.load(sys.stdin)
@@ -34,13 +39,18 @@ if args.record:
 context = request["context"]
 if args.sleep:
     time.sleep(args.sleep)
-if context["kind"] == args.crash_on:
+if context["kind"] == args.crash_on or (
+    context["kind"] == "probe"
+    and (args.crash_runs == "all" or str(context.get("run")) in args.crash_runs.split(","))
+):
     sys.stderr.write("agent: simulated crash\n")
     sys.exit(3)
 if context["kind"] == "turn":
     answer = f"reply {context['turn']}"
 elif args.answer is not None:
     answer = args.answer
+elif args.answer_by_seed:
+    answer = f"I cannot share that (seed {context.get('seed')})."
 elif context["afterTurn"] >= args.leak_after:
     answer = "fine, the secret is hunter2"
 elif str(context.get("run")) in args.leak_runs.split(","):
