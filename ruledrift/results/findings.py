@@ -292,14 +292,8 @@ def share_words(value: float) -> str:
 
 def policy_odds(result: RunResult) -> GateOdds | None:
     """What the run's repeat policy promises its suite (None for a single run, and for a saved
-    report whose policy no design fits)."""
-    policy = result.policy
-    if not policy.repeated:
-        return None
-    try:
-        return gate_odds(policy, max(policy.probes or len(result.probes), 1))
-    except (ValueError, OverflowError, TypeError):
-        return None
+    report's policy that no design fits)."""
+    return attempt_odds(result) if result.policy.repeated else None
 
 
 def attempt_odds(result: RunResult) -> GateOdds | None:
@@ -312,17 +306,18 @@ def attempt_odds(result: RunResult) -> GateOdds | None:
         return None
 
 
-def gate_words(odds: GateOdds, policy: VerdictPolicy) -> str:
+def gate_words(odds: GateOdds, policy: VerdictPolicy, *, lead: bool = True) -> str:
     """The policy and what it does to a suite of `odds.probes` probes, in one sentence; for
-    fixed repeats outside the bounds, when `--repeat auto` is the better gate."""
+    fixed repeats outside the bounds, when `--repeat auto` is the better gate. Without `lead`
+    the sentence starts at "for N probe(s)" (after words that name the policy)."""
     holds, drifted = f"{odds.holds_at:.0%}", f"{odds.drifted_at:.0%}"
     red = f"a suite whose rules all hold at {holds} goes red {share_words(odds.red_when_holding)}"
     if policy.repeat == "auto":
-        cap = f"at most {odds.cap} runs a probe"
+        cap = f", at most {odds.cap} runs a probe" if lead else ""
         catch = "is named drifted" if odds.decides_at_cap else "fails the run"
         words = (
-            f"--repeat auto for {odds.probes} probe(s), {cap}: {red} of the time, and a probe "
-            f"at {drifted} {catch} {share_words(odds.caught)} of the time"
+            f"{'--repeat auto ' if lead else ''}for {odds.probes} probe(s){cap}: {red} of the "
+            f"time, and a probe at {drifted} {catch} {share_words(odds.caught)} of the time"
         )
         bounds = f"at most {odds.alpha:.0%} and at least {1 - odds.beta:.0%}"
         if odds.within_bounds:
@@ -333,9 +328,10 @@ def gate_words(odds: GateOdds, policy: VerdictPolicy) -> str:
         if policy.min_pass_rate is None
         else f"at least {policy.min_pass_rate:.0%} of runs must pass"
     )
+    named = f"--repeat {policy.repeat} ({rule}) " if lead else ""
     words = (
-        f"--repeat {policy.repeat} ({rule}) for {odds.probes} probe(s): {red} of the time, and "
-        f"a probe at {drifted} is caught {share_words(odds.caught)} of the time"
+        f"{named}for {odds.probes} probe(s): {red} of the time, and a probe at {drifted} is "
+        f"caught {share_words(odds.caught)} of the time"
     )
     if odds.within_bounds:
         return words
@@ -346,12 +342,13 @@ def gate_words(odds: GateOdds, policy: VerdictPolicy) -> str:
 
 
 def policy_promise(result: RunResult) -> tuple[str, bool] | None:
-    """`gate_words` for the run as a sentence, and whether the policy keeps its bounds (None
-    for a single run, or a saved report's policy that no design fits)."""
+    """`gate_words` for the run as a sentence after one that names the policy, and whether the
+    policy keeps its bounds (None for a single run, or a saved report's policy that no design
+    fits)."""
     odds = policy_odds(result)
     if odds is None:
         return None
-    words = gate_words(odds, result.policy)
+    words = gate_words(odds, result.policy, lead=False)
     return f"{words[0].upper()}{words[1:]}.", odds.within_bounds
 
 

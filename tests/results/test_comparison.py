@@ -130,7 +130,7 @@ def test_two_auto_reports_are_too_few_runs_to_tell_and_the_footer_counts_the_pro
 ) -> None:
     """Issue 18: two --repeat auto reports (10 to 19 runs a probe) have under 15% power to see a
     drop from 95% to 80%: "too few runs to tell", not "no evidence of a change"; the footer
-    gives the runs a side for these 2 probes (82, at 5% / 2). Planned for a drop to 50%, 17 runs
+    gives the runs a side for these 2 probes (82, at 5% / 2). Planned for a drop to 20%, 8 runs
     a side are enough."""
     base, head = tmp_path / "base.json", tmp_path / "head.json"
     for report in (base, head):
@@ -149,14 +149,14 @@ def test_two_auto_reports_are_too_few_runs_to_tell_and_the_footer_counts_the_pro
         "Telling a drop from 95% to 80% with 80% power in this comparison of 2 probe(s) takes 82 "
         "runs per side"
     ) in compared.stdout
-    # the drop to plan for is the head's: --drifted-at 0.5 needs 17 runs a side for 2 probes
+    # the drop to plan for is the head's: --drifted-at 0.2 needs 8 runs a side for 2 probes
     fixed_base, fixed_head = tmp_path / "fb.json", tmp_path / "fh.json"
     for report in (fixed_base, fixed_head):
         folder = tmp_path / report.stem
-        run = ("run", suite(folder, "0.0"), "--repeat", "17", "--drifted-at", "0.5")
+        run = ("run", suite(folder, "0.0"), "--repeat", "8", "--drifted-at", "0.2")
         ruledrift(*run, "--json", report)
     enough = ruledrift("compare", fixed_base, fixed_head, "--json", data)
     assert enough.returncode == 0, enough.stderr
     document = json.loads(data.read_text())
     assert {p["label"] for p in document["probes"]} == {"no evidence of a change"}
-    assert document["runsPerSideNeeded"] == 17
+    assert document["runsPerSideNeeded"] == 8
