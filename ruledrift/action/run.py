@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from ruledrift import app, cli
+from ruledrift import app
 from ruledrift.action.files import created_root, give_back
 from ruledrift.action.inputs import (
     InputError,
@@ -31,7 +31,7 @@ from ruledrift.action.outputs import (
     write_outputs,
 )
 from ruledrift.app import saved, targets
-from ruledrift.console import commands, github
+from ruledrift.console import arguments, commands, github
 from ruledrift.console.exits import guarded
 from ruledrift.data import Suite
 from ruledrift.errors import ExitCode, RuleDriftError
@@ -113,7 +113,7 @@ def run_request(
     config) that sets no seed, unless `args` give one, a seed is drawn, so that the logged
     command line reproduces the run."""
     config = Path(settings.config)
-    request, display = cli.parse_run(["run", app.path_argument(config), *settings.args])
+    request, display = arguments.parse_run(["run", app.path_argument(config), *settings.args])
     request = dataclasses.replace(
         request,
         json=Path(settings.json) if settings.json else None,

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from ruledrift import cli
 from ruledrift.action.inputs import (
     INPUTS,
     InputError,
@@ -24,6 +23,7 @@ from ruledrift.action.inputs import (
     exiting_option,
     parse_inputs,
 )
+from ruledrift.console import arguments
 from ruledrift.errors import ArgumentsExit, UsageError
 from ruledrift.results.shards import Shard
 
@@ -103,7 +103,7 @@ def _exits(argument: str) -> bool:
     """Whether `ruledrift run suite.json ARGUMENT` prints and exits without running."""
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
-            cli.parse_run(["run", "suite.json", argument])
+            arguments.parse_run(["run", "suite.json", argument])
         except ArgumentsExit:
             return True
         except UsageError:  # an error, exit 2: not a step that passes
@@ -112,7 +112,7 @@ def _exits(argument: str) -> bool:
 
 
 def _option_strings() -> set[str]:
-    parser = cli.build_parser()
+    parser = arguments.build_parser()
     parsers = [parser]
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):

@@ -1,0 +1,365 @@
+"""The command line's grammar, shared by the two front-ends: `build_parser` for the CLI, and
+`parse_run` for `ruledrift run` arguments, which the action's `args` input also takes. It turns
+argv into the application's typed request (`app.RunRequest`) and the console's display choices;
+it runs nothing."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from ruledrift import __version__
+from ruledrift.errors import EXIT_CODE_MEANINGS, ArgumentsExit, UsageError
+
+if TYPE_CHECKING:
+    from ruledrift.app import RunRequest, TargetOverrides
+    from ruledrift.console.commands import Display
+    from ruledrift.data import VerdictPolicy
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so `main` stays the one place for exit codes."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message}\n{self.format_usage().strip()}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            sys.stderr.write(message)
+        raise ArgumentsExit(status)
+
+
+def _concurrency(text: str) -> int:
+    from ruledrift.app.options import CONCURRENCY
+
+    low, high = CONCURRENCY
+    value = int(text) if text.isdigit() and len(text) <= 4 else 0
+    if not low <= value <= high:
+        shown = text if len(text) <= 20 else text[:19] + "…"
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from {low} to {high}, got {shown!r}"
+        )
+    return value
+
+
+def _report_outputs(
+    parser: argparse.ArgumentParser, json_help: str, *, display: bool = True
+) -> None:
+    """The report files `report` and `merge` can write, and (`display`) how they print."""
+    for option, what in (
+        ("--json", json_help),
+        ("--junit", "the JUnit XML report"),
+        ("--html", "the HTML report"),
+        ("--codequality", "a GitLab Code Quality report"),
+    ):
+        parser.add_argument(option, metavar="PATH", help=f"write {what} to PATH")
+    if display:
+        _display_options(parser)
+
+
+def _display_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
+
+
+def _repeat(text: str) -> int | str:
+    if text == "auto":
+        return text
+    if text.isdigit() and len(text) <= 4 and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected auto or a whole number of at least 1, got {text!r}")
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a rate above 0 and at most 1, got {text!r}")
+    return value
+
+
+def _runs(text: str) -> int:
+    if text.isdigit() and len(text) <= 4:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+
+
+def _seed(text: str) -> int:
+    if text.isascii() and text.isdigit() and len(text) <= 15:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a whole number of at most 15 digits, got {text!r}")
+
+
+def _repeat_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "repeats", "run each scenario several times and decide each probe from all its runs"
+    )
+    group.add_argument(
+        "--repeat",
+        type=_repeat,
+        default=1,
+        metavar="N|auto",
+        help="N runs of every scenario (a probe passes only if every run passes, unless "
+        "--min-pass-rate); auto: run until a sequential test decides each probe",
+    )
+    group.add_argument(
+        "--min-pass-rate",
+        type=_rate,
+        metavar="R",
+        help="with --repeat N: a probe passes when at least R of its runs pass (0 < R <= 1)",
+    )
+    group.add_argument(
+        "--holds-at",
+        type=_rate,
+        default=0.95,
+        metavar="P",
+        help="the pass rate at which a rule holds (default 0.95): --repeat auto tests it; with "
+        "--repeat N the summary states the chance that a suite of such rules goes red",
+    )
+    group.add_argument(
+        "--drifted-at",
+        type=_rate,
+        default=0.80,
+        metavar="P",
+        help="the pass rate at which a rule has drifted (default 0.80): --repeat auto tests it; "
+        "with --repeat N the summary states the chance of catching such a rule",
+    )
+    group.add_argument(
+        "--max-repeat",
+        type=_runs,
+        metavar="N",
+        help="--repeat auto: at most N runs of a probe (default: the cap that decides every "
+        "probe, derived from the number of probes: 37 for 1, 66 for 10, 105 for 200); below "
+        "that cap an undecided probe is inconclusive",
+    )
+    group.add_argument(
+        "--inconclusive",
+        choices=("fail", "pass"),
+        default="fail",
+        help="with a --max-repeat below the derived cap: what an inconclusive probe does to the "
+        "run, fail (exit 1, the default) or pass",
+    )
+
+
+def _target_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", metavar="NAME", help="use this model instead of the config's")
+    parser.add_argument(
+        "--base-url", metavar="URL", help="use this server URL instead of the config's baseUrl"
+    )
+    parser.add_argument(
+        "--start-ollama",
+        action="store_true",
+        help="start `ollama serve` on a free loopback port for this run, pull the model if "
+        "missing, and stop the server afterwards (ollama adapter only)",
+    )
+    parser.add_argument(
+        "--models-dir",
+        metavar="DIR",
+        help="OLLAMA_MODELS for --start-ollama (default: $OLLAMA_MODELS, else ~/.ollama/models)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="ruledrift",
+        description="Test that an LLM agent keeps obeying its critical rules as a conversation "
+        "grows.",
+        epilog="Exit codes: "
+        + ", ".join(f"{int(code)} {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items())
+        + ".",
+    )
+    parser.add_argument("--version", action="version", version=f"ruledrift {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+
+    run = commands.add_parser("run", help="run a suite against its target and report")
+    run.add_argument("config", metavar="CONFIG", help="the suite (a JSON file)")
+    run.add_argument("--json", metavar="PATH", help="write the JSON report to PATH")
+    run.add_argument("--junit", metavar="PATH", help="write the JUnit XML report to PATH")
+    run.add_argument(
+        "--html",
+        metavar="PATH",
+        help="write one self-contained HTML page (verdict, drift curve, failed probes) to PATH",
+    )
+    run.add_argument(
+        "--codequality",
+        metavar="PATH",
+        help="write a GitLab Code Quality report to PATH (failed probes on the suite's lines)",
+    )
+    run.add_argument(
+        "--include-responses",
+        action="store_true",
+        help="include answer text in the reports and the terminal (only for trusted destinations)",
+    )
+    run.add_argument(
+        "--concurrency",
+        type=_concurrency,
+        default=1,
+        metavar="N",
+        help="scenarios run at once (default 1)",
+    )
+    run.add_argument(
+        "--scenario",
+        action="append",
+        metavar="ID",
+        help="run only this scenario (repeatable)",
+    )
+    _repeat_arguments(run)
+    run.add_argument(
+        "--shard",
+        metavar="K/N|auto",
+        help="run only shard K of N (K from 1) of the selected scenarios, balanced by model "
+        "calls; auto: from the environment (RULEDRIFT_SHARD_INDEX/_TOTAL, Kubernetes Indexed "
+        "Jobs, SLURM arrays, Buildkite, GitLab; see docs/scaling.md)",
+    )
+    run.add_argument(
+        "--shard-balance",
+        metavar="REPORT",
+        help="with --shard: cut the shards by the scenario times in REPORT (an earlier JSON "
+        "report of the suite, such as main's last run) instead of by model calls",
+    )
+    run.add_argument(
+        "--max-calls",
+        type=_runs,
+        metavar="N",
+        help="start no model call once N have been made; what is left is reported as not run",
+    )
+    run.add_argument(
+        "--seed",
+        type=_seed,
+        metavar="N",
+        help="the run's seed: run r sends context.seed N + r to a command agent, and the "
+        "paraphrases are drawn from it (default: the suite's seed, else one drawn at random; "
+        "kept in the JSON report). The HTTP adapters send the suite's seed + r",
+    )
+    run.add_argument("--quiet", action="store_true", help="print only the summary")
+    run.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
+    run.add_argument(
+        "--github",
+        choices=("auto", "off"),
+        default="auto",
+        help="annotations and a job summary on GitHub Actions: auto (when GITHUB_ACTIONS is "
+        "true; the default) or off",
+    )
+    _target_arguments(run)
+
+    pull = commands.add_parser(
+        "pull", help="pull the suite's Ollama model (with --start-ollama: into --models-dir)"
+    )
+    pull.add_argument("config", metavar="CONFIG", help="the suite (a JSON file)")
+    _target_arguments(pull)
+
+    report = commands.add_parser(
+        "report",
+        help="show a saved JSON report and re-render it (--html, --junit, ...) without calling "
+        "any model; exits with its verdict's code",
+    )
+    report.add_argument("report", metavar="REPORT", help="a JSON report written by --json")
+    _report_outputs(report, "the JSON report again")
+
+    merge = commands.add_parser(
+        "merge",
+        help="combine the JSON reports of a sharded run (--shard K/N) into one; exits with the "
+        "merged verdict's code",
+    )
+    merge.add_argument("reports", metavar="REPORT", nargs="+", help="the shards' JSON reports")
+    _report_outputs(merge, "the merged JSON report", display=False)
+    merge.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="merge even when shards are missing (the output says which)",
+    )
+    _display_options(merge)
+
+    compare = commands.add_parser(
+        "compare",
+        help="compare a head report with its base: pass rates, intervals and exact tests per "
+        "probe; exits with the head's verdict's code",
+    )
+    compare.add_argument("base", metavar="BASE", help="the base's JSON report (e.g. from main)")
+    compare.add_argument("head", metavar="HEAD", help="the head's JSON report")
+    compare.add_argument("--markdown", metavar="PATH", help="write the comparison as Markdown")
+    compare.add_argument("--json", metavar="PATH", help="write the comparison as JSON")
+    compare.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="also exit 1 when a probe is significantly worse than in the base",
+    )
+
+    validate = commands.add_parser(
+        "validate",
+        help="check a suite without running it; with --repeat, state what the repeats promise",
+    )
+    validate.add_argument("config", metavar="CONFIG", help="the suite (a JSON file)")
+    validate.add_argument(
+        "--scenario", action="append", metavar="ID", help="only this scenario (repeatable)"
+    )
+    _repeat_arguments(validate)
+
+    commands.add_parser("schema", help="print the suite's JSON Schema")
+    return parser
+
+
+def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
+    """The parsed `run` arguments as the application's request and the display choices."""
+    from ruledrift.app import RunRequest  # imported late: `--help` stays fast
+    from ruledrift.app.options import parse_shard
+    from ruledrift.console.commands import Display
+
+    request = RunRequest(
+        config=Path(args.config),
+        json=Path(args.json) if args.json else None,
+        junit=Path(args.junit) if args.junit else None,
+        codequality=Path(args.codequality) if args.codequality else None,
+        html=Path(args.html) if args.html else None,
+        include_responses=args.include_responses,
+        concurrency=args.concurrency,
+        scenarios=tuple(args.scenario or ()),
+        target=target_overrides(args),
+        policy=verdict_policy(args),
+        shard=parse_shard(args.shard, os.environ) if args.shard else None,
+        shard_balance=Path(args.shard_balance) if args.shard_balance else None,
+        max_calls=args.max_calls,
+        seed=args.seed,
+    )
+    return request, Display(quiet=args.quiet, no_color=args.no_color, github=args.github)
+
+
+def verdict_policy(args: argparse.Namespace) -> VerdictPolicy:
+    """The repeat options as a policy."""
+    from ruledrift.data import VerdictPolicy
+
+    return VerdictPolicy(
+        repeat=args.repeat,
+        min_pass_rate=args.min_pass_rate,
+        holds_at=args.holds_at,
+        drifted_at=args.drifted_at,
+        max_repeat=args.max_repeat,
+        inconclusive_passes=args.inconclusive == "pass",
+    )
+
+
+def target_overrides(args: argparse.Namespace) -> TargetOverrides:
+    from ruledrift.app import TargetOverrides
+
+    return TargetOverrides(
+        model=args.model,
+        base_url=args.base_url,
+        start_ollama=args.start_ollama,
+        models_dir=Path(args.models_dir) if args.models_dir else None,
+    )
+
+
+def parse_run(argv: Sequence[str]) -> tuple[RunRequest, Display]:
+    """`run …` arguments (as the action's `args` input extends them) to a request; raises
+    UsageError."""
+    args = build_parser().parse_args(list(argv))
+    if args.command != "run":
+        raise UsageError(f"expected `run` arguments, got {args.command!r}")
+    return run_request(args)
