@@ -18,7 +18,12 @@ from typing import Any
 
 from ruledrift.checks.jsregex import regex_literal
 from ruledrift.checks.language import check_language
-from ruledrift.checks.regex_workers import LanguageTimeout, RegexEvaluator, RegexTimeout
+from ruledrift.checks.regex_workers import (
+    LanguageTimeout,
+    RegexEvaluator,
+    RegexTimeout,
+    WorkerFailed,
+)
 from ruledrift.data import (
     Assertion,
     AssertionResult,
@@ -97,7 +102,12 @@ def check_matches(assertion: MatchesAssertion, matched: bool) -> AssertionResult
     return AssertionResult(assertion.type, passed, f"{holds if passed else fails} {literal}")
 
 
-class AssertionTimeout(Exception):
+class CheckNotMade(Exception):
+    """A check in a worker could not be made (no worker could start, or it died): the probe
+    cannot be judged."""
+
+
+class AssertionTimeout(CheckNotMade):
     """A check in a worker (`matches`, `notMatches`, `language`) exceeded the time limit: the
     probe cannot be judged."""
 
@@ -121,7 +131,17 @@ async def check_answer(
     assertions: Sequence[Assertion], answer: str, regex: RegexEvaluator
 ) -> tuple[AssertionResult, ...]:
     """Every assertion's result, in order (the probe passes when all of them pass).
-    Raises AssertionTimeout when a check in a worker runs out of time."""
+    Raises AssertionTimeout when a check in a worker runs out of time, CheckNotMade when no
+    worker could make it."""
+    try:
+        return await _check_all(assertions, answer, regex)
+    except WorkerFailed as failed:
+        raise CheckNotMade(f"the answer could not be checked: {failed}") from failed
+
+
+async def _check_all(
+    assertions: Sequence[Assertion], answer: str, regex: RegexEvaluator
+) -> tuple[AssertionResult, ...]:
     results = []
     for assertion in assertions:
         if isinstance(assertion, MatchesAssertion):

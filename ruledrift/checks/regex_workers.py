@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ruledrift.boundary.processes import describe_exit
 from ruledrift.checks.jsregex import js_test, regex_literal
 from ruledrift.checks.language import IDENTIFIED_CHARS, check_language, load_model
 
@@ -49,8 +50,21 @@ class LanguageTimeout(Exception):
         super().__init__(f"identifying the language took longer than {timeout_s:g} s")
 
 
+class WorkerFailed(Exception):
+    """No worker could make the check: one could not start, or it died (killed from outside,
+    out of memory, a crash) before it answered. The check cannot be judged; the run goes on."""
+
+
 class _TimedOut(Exception):
     pass
+
+
+class _Died(Exception):
+    """The worker died before it answered (`code`: its exit code, negative for a signal)."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+        super().__init__(code)
 
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)
@@ -163,7 +177,8 @@ class RegexEvaluator:
             self._idle.append(worker)
 
     async def test(self, pattern: str, flags: str, text: str) -> bool:
-        """Raises RegexTimeout past the limit, ValueError for an invalid pattern or flags."""
+        """Raises RegexTimeout past the limit, ValueError for an invalid pattern or flags,
+        WorkerFailed when no worker could make the check."""
         try:
             matched = await self._evaluate(_request(["test", pattern, flags], text))
         except _TimedOut:
@@ -172,7 +187,8 @@ class RegexEvaluator:
 
     async def language(self, text: str, expected: str, min_confidence: float) -> tuple[bool, str]:
         """`language.check_language` on the answer `text`. Raises LanguageTimeout past the
-        limit, ValueError for an unsupported code or a confidence out of range."""
+        limit, ValueError for an unsupported code or a confidence out of range, WorkerFailed
+        when no worker could make the check."""
         what: list[object] = ["language", len(text), expected, min_confidence]
         try:
             passed, message = await self._evaluate(
@@ -184,28 +200,47 @@ class RegexEvaluator:
 
     async def _evaluate(self, request: bytes, *, languages: bool = False) -> Any:
         async with self._slots:
-            worker = await self._acquire(languages)
             try:
-                reply = await asyncio.wait_for(self._ask(worker, request), self.timeout_s)
-            except TimeoutError:
-                await self._discard(worker)
-                raise _TimedOut from None
-            except BaseException:
-                await self._discard(worker)
-                raise
-            if not reply:
-                code = await self._discard(worker)
-                if code == -signal.SIGALRM:
-                    raise _TimedOut
-                raise RuntimeError(f"the check worker exited with code {code}")
-            if self._closed:
-                await self._discard(worker)
-            else:
-                self._idle.append(worker)
+                reply = await self._reply(request, languages, reused_ok=True)
+            except _Died:  # an idle worker died unseen (killed, out of memory): a fresh one
+                try:
+                    reply = await self._reply(request, languages, reused_ok=False)
+                except _Died as died:
+                    raise WorkerFailed(
+                        f"the check worker {describe_exit(died.code)} before it answered"
+                    ) from None
         ok, result = json.loads(reply)
         if not ok:
             raise ValueError(result)
         return result
+
+    async def _reply(self, request: bytes, languages: bool, *, reused_ok: bool) -> bytes:
+        """One worker's reply line to `request` (the worker goes back to the idle ones).
+        Raises _TimedOut past the limit, _Died when it died before it answered."""
+        try:
+            worker = await self._acquire(languages, reused_ok=reused_ok)
+        except (OSError, TimeoutError, RuntimeError) as error:
+            raise WorkerFailed(f"no check worker could start: {error}") from None
+        try:
+            reply = await asyncio.wait_for(self._ask(worker, request), self.timeout_s)
+        except TimeoutError:
+            await self._discard(worker)
+            raise _TimedOut from None
+        except (BrokenPipeError, ConnectionResetError):
+            raise _Died(await self._discard(worker)) from None
+        except BaseException:
+            await self._discard(worker)
+            raise
+        if not reply.endswith(b"\n"):  # EOF, or a reply cut short: it died
+            code = await self._discard(worker)
+            if code == -signal.SIGALRM:
+                raise _TimedOut
+            raise _Died(code)
+        if self._closed:
+            await self._discard(worker)
+        else:
+            self._idle.append(worker)
+        return reply
 
     async def aclose(self) -> None:
         self._closed = True
@@ -216,12 +251,12 @@ class RegexEvaluator:
         for worker in list(self._workers):
             await self._discard(worker)
 
-    async def _acquire(self, languages: bool) -> _Worker:
-        """An idle worker (for `languages`, preferably one with the model loaded), else a new
-        one; with the model loaded if `languages`."""
+    async def _acquire(self, languages: bool, *, reused_ok: bool = True) -> _Worker:
+        """An idle worker (for `languages`, preferably one with the model loaded), else (or
+        without `reused_ok`) a new one; with the model loaded if `languages`."""
         if languages:
             self._idle.sort(key=lambda idle: idle.reads_languages)  # those last: popped first
-        while self._idle:
+        while self._idle and reused_ok:
             worker = self._idle.pop()
             if worker.process.returncode is None:
                 break
@@ -265,9 +300,13 @@ class RegexEvaluator:
             raise RuntimeError(
                 f"the check worker did not load the language model in {_START_TIMEOUT_S:g} s"
             ) from None
+        except (BrokenPipeError, ConnectionResetError):
+            raise _Died(await self._discard(worker)) from None
         except BaseException:
             await self._discard(worker)
             raise
+        if not reply.endswith(b"\n"):
+            raise _Died(await self._discard(worker))
         if reply != b"[true, null]\n":
             code = await self._discard(worker)
             raise RuntimeError(

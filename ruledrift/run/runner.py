@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from ruledrift.adapters.base import Adapter, CallContext, Completion
-from ruledrift.checks.assertions import AssertionTimeout, check_answer
+from ruledrift.checks.assertions import CheckNotMade, check_answer
 from ruledrift.checks.regex_workers import RegexEvaluator
 from ruledrift.data import (
     Message,
@@ -221,7 +221,7 @@ class _ScenarioRun:
         response = make_response(completion.content, completion.metadata)
         try:
             checks = await check_answer(probe.assertions, completion.content, self.regex)
-        except AssertionTimeout as error:
+        except CheckNotMade as error:
             return ProbeResult(
                 probe, "error", _ms_since(start), response=response, error=error_text(error)
             )

@@ -10,12 +10,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ruledrift.checks.assertions import (
     CHECKS,
     AssertionTimeout,
+    CheckNotMade,
     check_answer,
     check_matches,
 )
@@ -172,6 +174,37 @@ def test_check_answer_reports_a_regex_timeout_distinctly() -> None:
             # a fresh worker takes the next answer
             results = await check_answer(assertions, "aaa", regex)
             assert [r.passed for r in results] == [True, True]
+        finally:
+            await regex.aclose()
+
+    asyncio.run(run())
+
+
+class _DeadWorkers(RegexEvaluator):
+    """Every worker dies just as it is asked (as under the OOM killer)."""
+
+    @staticmethod
+    async def _ask(worker: Any, request: bytes) -> bytes:
+        worker.process.kill()
+        await worker.process.wait()
+        return await RegexEvaluator._ask(worker, request)
+
+
+@pytest.mark.process
+def test_check_answer_reports_a_check_that_could_not_be_made() -> None:
+    """A dead check worker makes the probe unjudgeable (an error of the probe), never an
+    exception the runner does not know."""
+    assertions: list[Assertion] = [TextAssertion("contains", "a"), MatchesAssertion("a")]
+
+    async def run() -> None:
+        regex = _DeadWorkers(max_workers=1)
+        try:
+            with pytest.raises(CheckNotMade) as caught:
+                await check_answer(assertions, "a", regex)
+            assert str(caught.value) == (
+                "the answer could not be checked: the check worker was killed by signal"
+                " SIGKILL before it answered"
+            )
         finally:
             await regex.aclose()
 

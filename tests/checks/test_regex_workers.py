@@ -7,12 +7,19 @@ import asyncio
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ruledrift.checks import regex_workers
 from ruledrift.checks.jsregex import js_test
 from ruledrift.checks.language import IDENTIFIED_CHARS, check_language
-from ruledrift.checks.regex_workers import LanguageTimeout, RegexEvaluator, RegexTimeout
+from ruledrift.checks.regex_workers import (
+    LanguageTimeout,
+    RegexEvaluator,
+    RegexTimeout,
+    WorkerFailed,
+)
 from ruledrift.console import output
 from tests.checks.test_jsregex import CASES
 
@@ -147,6 +154,78 @@ def test_a_worker_that_died_while_idle_is_replaced() -> None:
                 if worker not in children():
                     break
             assert await regex.test("a", "", "a")
+        finally:
+            await regex.aclose()
+        assert children() - before == set()
+
+    asyncio.run(run())
+
+
+def test_a_worker_killed_while_idle_and_not_yet_reaped_is_replaced_at_once() -> None:
+    """Killed from outside (the OOM killer, a stray kill) and not yet reaped: its pipes are
+    already dead when the next check writes to it. That check goes to a fresh worker instead
+    of ending the run in an internal error (RuntimeError escaped through the runner)."""
+
+    async def run() -> None:
+        before = children()
+        regex = RegexEvaluator(max_workers=1)
+        try:
+            assert await regex.test("a", "", "a")
+            (worker,) = children() - before
+            os.kill(worker, 9)  # and no await: asyncio cannot have noticed
+            assert await regex.test("a", "", "a")
+            assert not await regex.test("b", "", "a")
+        finally:
+            await regex.aclose()
+        assert children() - before == set()
+
+    asyncio.run(run())
+
+
+class _KillingEvaluator(RegexEvaluator):
+    """Each worker is killed just as it is asked: it dies before it answers, every time."""
+
+    @staticmethod
+    async def _ask(worker: Any, request: bytes) -> bytes:
+        worker.process.kill()
+        await worker.process.wait()
+        return await RegexEvaluator._ask(worker, request)
+
+
+@pytest.mark.parametrize("kind", ["test", "language"])
+def test_a_worker_that_dies_before_it_answers_twice_is_a_worker_failure(kind: str) -> None:
+    async def run() -> None:
+        before = children()
+        regex = _KillingEvaluator(max_workers=1)
+        try:
+            check = (
+                regex.test("a", "", "a")
+                if kind == "test"
+                else regex.language("Hello there, my friend.", "en", 0.5)
+            )
+            with pytest.raises(WorkerFailed) as caught:
+                await check
+            assert str(caught.value) == (
+                "the check worker was killed by signal SIGKILL before it answered"
+            )
+        finally:
+            await regex.aclose()
+        assert children() - before == set()
+
+    asyncio.run(run())
+
+
+def test_a_worker_that_cannot_start_in_time_is_a_worker_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(regex_workers, "_START_TIMEOUT_S", 0.0)
+
+    async def run() -> None:
+        before = children()
+        regex = RegexEvaluator(max_workers=1)
+        try:
+            with pytest.raises(WorkerFailed, match=r"^no check worker could start"):
+                await regex.test("a", "", "a")
         finally:
             await regex.aclose()
         assert children() - before == set()
