@@ -10,8 +10,15 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ruledrift.app.options import COMPARISON_FORMATS
 from ruledrift.console import output
-from ruledrift.console.arguments import build_parser, run_request, target_overrides, verdict_policy
+from ruledrift.console.arguments import (
+    build_parser,
+    report_paths,
+    run_request,
+    target_overrides,
+    verdict_policy,
+)
 from ruledrift.console.exits import guarded, interruptible
 from ruledrift.errors import ArgumentsExit, ExitCode
 
@@ -47,16 +54,7 @@ def _report(args: argparse.Namespace) -> int:
     from ruledrift.app import saved
     from ruledrift.console import commands as console
 
-    def path(value: str | None) -> Path | None:
-        return Path(value) if value else None
-
-    request = saved.ReportRequest(
-        Path(args.report),
-        json=path(args.json),
-        junit=path(args.junit),
-        html=path(args.html),
-        codequality=path(args.codequality),
-    )
+    request = saved.ReportRequest(Path(args.report), report_paths(args))
     display = console.Display(quiet=args.quiet, no_color=args.no_color)
     return console.report(request, display, os.environ)
 
@@ -67,10 +65,7 @@ def _merge(args: argparse.Namespace) -> int:
 
     request = saved.MergeRequest(
         tuple(Path(p) for p in args.reports),
-        json=Path(args.json) if args.json else None,
-        junit=Path(args.junit) if args.junit else None,
-        html=Path(args.html) if args.html else None,
-        codequality=Path(args.codequality) if args.codequality else None,
+        report_paths(args),
         allow_partial=args.allow_partial,
     )
     display = console.Display(quiet=args.quiet, no_color=args.no_color)
@@ -84,8 +79,7 @@ def _compare(args: argparse.Namespace) -> int:
     request = saved.CompareRequest(
         Path(args.base),
         Path(args.head),
-        markdown=Path(args.markdown) if args.markdown else None,
-        json=Path(args.json) if args.json else None,
+        report_paths(args, COMPARISON_FORMATS),
         fail_on_regression=args.fail_on_regression,
     )
     return console.compare(request)

@@ -138,7 +138,7 @@ def test_exit_4_on_internal_error(
     def broken(path: Path) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("ruledrift.app.load_suite", broken)
+    monkeypatch.setattr("ruledrift.app.running.load_suite", broken)
     assert cli.main(["validate", str(agent_suite(tmp_path))]) == 4
     err = capsys.readouterr().err
     assert "RuntimeError: boom" in err

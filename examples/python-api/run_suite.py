@@ -48,7 +48,7 @@ def show(title: str, result: RunResult) -> None:
 
 def main() -> int:
     try:
-        outcome = run(RunRequest(config=SUITE, json=Path("python-api-report.json")))
+        outcome = run(RunRequest(config=SUITE, reports={"json": Path("python-api-report.json")}))
         show("the suite's own target", outcome.result)
         print(f"  reports: {', '.join(map(str, outcome.reports_written.values()))}")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Literal
 
 from ruledrift.action.files import inside, real_path
-from ruledrift.app.options import (
-    CONCURRENCY,
+from ruledrift.app.options import CONCURRENCY, REPORT_FORMATS, action_inputs, whole_range
+from ruledrift.app.value_checks import (
     Shard,
     parse_shard,
     path_length_problem,
@@ -46,23 +46,9 @@ INPUTS: dict[str, str] = {
     "baseline": "",
     "args": "",
 }
-# `ruledrift run` options that have an input of their own: refused in `args`, so that the
-# reports the outputs are read from are the ones the inputs name.
-OWN_OPTIONS: dict[str, str] = {
-    "--json": "json",
-    "--junit": "junit",
-    "--html": "html",
-    "--model": "model",
-    "--base-url": "base-url",
-    "--start-ollama": "start-ollama",
-    "--models-dir": "models-dir",
-    "--include-responses": "include-responses",
-    "--concurrency": "concurrency",
-    "--repeat": "repeat",
-    "--min-pass-rate": "min-pass-rate",
-    "--shard": "shard",
-    "--shard-balance": "shard-balance",
-}
+# `ruledrift run` options that have an input of their own (app/options.py says which): refused
+# in `args`, so that the reports the outputs are read from are the ones the inputs name.
+OWN_OPTIONS: dict[str, str] = action_inputs()
 BOOLEANS = {
     "true": True,
     "True": True,
@@ -80,7 +66,8 @@ EXITING_OPTIONS = ("--help", "--version")
 NOT_IN_ACTION: dict[str, str] = {
     "--codequality": "GitLab's Code Quality report; on GitHub the annotations show the same",
 }
-REPORT_INPUTS = ("json", "junit", "html")  # inputs that name a report file
+# inputs that name a report file, each its format's
+REPORT_INPUTS = tuple(o.action_input for o in REPORT_FORMATS if o.action_input is not None)
 SHOWN_CHARS = 80  # of an input's value in a message
 
 
@@ -117,6 +104,15 @@ class Settings:
     shard_balance: str
     baseline: str
     args: tuple[str, ...]
+
+    def reports(self) -> dict[str, Path]:
+        """The reports the inputs name, by format (an empty input: not written)."""
+        given = {"json": self.json, "junit": self.junit, "html": self.html}
+        return {
+            option.name: Path(path)
+            for option in REPORT_FORMATS
+            if (path := given.get(option.action_input or ""))
+        }
 
 
 def input_variable(name: str) -> str:
@@ -287,12 +283,13 @@ def _number_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
 
 def _repeat_problems(inputs: Mapping[str, str], cwd: Path) -> Iterator[Problem]:
     repeat, rate = inputs["repeat"], inputs["min-pass-rate"]
-    if repeat != "auto" and not (
-        repeat.isascii() and repeat.isdigit() and len(repeat) <= 4 and 1 <= int(repeat) <= 1000
-    ):
+    low, high = whole_range("repeat")
+    digits = repeat.isascii() and repeat.isdigit() and len(repeat) <= len(str(high))
+    if repeat != "auto" and not (digits and low <= int(repeat) <= high):
         yield Problem(
             "repeat",
-            f'input "repeat" must be auto or a whole number from 1 to 1000, got {quoted(repeat)}',
+            f'input "repeat" must be auto or a whole number from {low} to {high}, '
+            f"got {quoted(repeat)}",
         )
     if rate and _rate(rate) is None:
         yield Problem(

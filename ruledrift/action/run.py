@@ -116,9 +116,7 @@ def run_request(
     request, display = arguments.parse_run(["run", app.path_argument(config), *settings.args])
     request = dataclasses.replace(
         request,
-        json=Path(settings.json) if settings.json else None,
-        junit=Path(settings.junit) if settings.junit else None,
-        html=Path(settings.html) if settings.html else None,
+        reports=settings.reports(),
         include_responses=settings.include_responses,
         concurrency=settings.concurrency,
         target=target_overrides(settings, managed),
@@ -188,7 +186,7 @@ def run_action(environ: Mapping[str, str], cwd: Path) -> int:
     managed, reason = decide_server(settings, suite)
     log(f"{reason}: {'starting' if managed else 'not starting'} a managed Ollama server")
 
-    owned = [cwd / p for p in (settings.json, settings.junit, settings.html) if p]
+    owned = [cwd / path for path in settings.reports().values()]
     if managed and settings.models_dir:
         owned.append(cwd / settings.models_dir)
     roots = [root for path in owned if (root := created_root(path, workspace))]

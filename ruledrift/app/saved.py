@@ -4,13 +4,20 @@ typed outcomes out, nothing printed; the front-ends are cli.py and console.py.""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ruledrift.app import check_reports, exit_code, given_reports, write_reports
-from ruledrift.boundary.files import report_path_problem, report_target, shown, write_atomic
+from ruledrift.app.policy import exit_code
+from ruledrift.app.reports import (
+    check_formats,
+    check_report_paths,
+    check_reports,
+    write_reports,
+)
+from ruledrift.boundary.files import report_target, shown, write_atomic
 from ruledrift.data import RunResult
-from ruledrift.errors import ExitCode, UsageError
+from ruledrift.errors import ExitCode
 from ruledrift.reports.comparison import render_comparison_json, render_comparison_markdown
 from ruledrift.results.comparison import ComparisonResult, compare_runs
 from ruledrift.results.json_load import read_report
@@ -28,20 +35,15 @@ __all__ = [
 ]
 
 
+_MERGED = "a report being merged"
+
+
 @dataclass(frozen=True)
 class ReportRequest:
     """`ruledrift report`: a saved JSON report re-rendered, without calling any model."""
 
     report: Path
-    json: Path | None = None
-    junit: Path | None = None
-    html: Path | None = None
-    codequality: Path | None = None
-
-    def reports(self) -> dict[str, Path]:
-        return given_reports(
-            json=self.json, junit=self.junit, html=self.html, codequality=self.codequality
-        )
+    reports: Mapping[str, Path] = field(default_factory=dict)  # to write, by format
 
 
 @dataclass(frozen=True)
@@ -59,9 +61,8 @@ def report(request: ReportRequest) -> ReportOutcome:
     """Re-render a saved JSON report (another format, or the same again) and give the verdict's
     exit code. Raises UsageError (exit 2) for a file that is not a usable report."""
     saved = read_report(request.report)
-    reports = request.reports()
-    check_reports(reports, request.report)
-    written, failed = write_reports(saved.result, reports, saved.responses_included)
+    check_reports(request.reports, {report_target(request.report): "the report being read"})
+    written, failed = write_reports(saved.result, request.reports, saved.responses_included)
     code = exit_code(saved.result, reports_failed=bool(failed))
     return ReportOutcome(request, saved.result, saved.responses_included, code, written, failed)
 
@@ -70,38 +71,23 @@ def report(request: ReportRequest) -> ReportOutcome:
 class MergeRequest:
     """`ruledrift merge`: the JSON reports of a sharded run combined into one."""
 
-    reports: tuple[Path, ...]
-    json: Path | None = None
-    junit: Path | None = None
-    html: Path | None = None
-    codequality: Path | None = None
+    shards: tuple[Path, ...]  # the shards' JSON reports
+    reports: Mapping[str, Path] = field(default_factory=dict)  # to write, by format
     allow_partial: bool = False
-
-    def outputs(self) -> dict[str, Path]:
-        return given_reports(
-            json=self.json, junit=self.junit, html=self.html, codequality=self.codequality
-        )
 
 
 def merge(request: MergeRequest) -> ReportOutcome:
     """Merge shard reports (refusing reports that do not belong together, exit 2), write the
     merged reports, and give the merged verdict's exit code."""
-    saved = [(shown(path), read_report(path)) for path in request.reports]
+    saved = [(shown(path), read_report(path)) for path in request.shards]
     merged = merge_results(
         [(name, s.result) for name, s in saved], allow_partial=request.allow_partial
     )
     responses = all(s.responses_included for _, s in saved)
-    outputs = request.outputs()
-    seen = {report_target(p): p for p in request.reports}
-    for option, path in outputs.items():
-        problem = report_path_problem(path)
-        if problem:
-            raise UsageError(f"--{option} {shown(path)}: {problem}")
-        if report_target(path) in seen:
-            raise UsageError(f"--{option} {shown(path)}: would overwrite a report being merged")
-    written, failed = write_reports(merged.result, outputs, responses)
+    check_reports(request.reports, dict.fromkeys(map(report_target, request.shards), _MERGED))
+    written, failed = write_reports(merged.result, request.reports, responses)
     code = exit_code(merged.result, reports_failed=bool(failed))
-    summary = ReportRequest(request.reports[0], **{k: v for k, v in outputs.items()})
+    summary = ReportRequest(request.shards[0], request.reports)
     return ReportOutcome(summary, merged.result, responses, code, written, failed, merged.missing)
 
 
@@ -111,8 +97,7 @@ class CompareRequest:
 
     base: Path
     head: Path
-    markdown: Path | None = None
-    json: Path | None = None
+    reports: Mapping[str, Path] = field(default_factory=dict)  # "markdown", "json": to write
     fail_on_regression: bool = False
 
 
@@ -135,19 +120,15 @@ def compare(request: CompareRequest) -> CompareOutcome:
     with `fail_on_regression`, also 1 when a probe is significantly worse (Holm-adjusted)."""
     head = read_report(request.head).result
     result = compare_with_base(request.base, head)
-    outputs = {
-        name: path
-        for name, path in (("markdown", request.markdown), ("json", request.json))
-        if path is not None
-    }
-    check_reports(outputs, request.head)
-    renderers = {
+    renderers: dict[str, Callable[[], bytes]] = {
         "markdown": lambda: render_comparison_markdown(result).encode(),
         "json": lambda: render_comparison_json(result),
     }
-    for name, path in outputs.items():
+    check_formats(request.reports, renderers)
+    check_report_paths(request.reports, {report_target(request.head): "the head's report"})
+    for name, path in request.reports.items():
         write_atomic(path, renderers[name]())
     code = exit_code(head)
     if request.fail_on_regression and result.regressions and code == ExitCode.PASSED:
         code = ExitCode.FAILED
-    return CompareOutcome(request, result, code, outputs)
+    return CompareOutcome(request, result, code, dict(request.reports))

@@ -13,6 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from ruledrift import __version__
+from ruledrift.app.options import (
+    COMPARISON_FORMATS,
+    CONCURRENCY,
+    OPTIONS,
+    REPORT_FORMATS,
+    Option,
+)
 from ruledrift.errors import EXIT_CODE_MEANINGS, ArgumentsExit, UsageError
 
 if TYPE_CHECKING:
@@ -34,10 +41,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _concurrency(text: str) -> int:
-    from ruledrift.app.options import CONCURRENCY
-
     low, high = CONCURRENCY
-    value = int(text) if text.isdigit() and len(text) <= 4 else 0
+    value = int(text) if text.isdigit() and len(text) <= len(str(high)) else 0
     if not low <= value <= high:
         shown = text if len(text) <= 20 else text[:19] + "…"
         raise argparse.ArgumentTypeError(
@@ -47,18 +52,26 @@ def _concurrency(text: str) -> int:
 
 
 def _report_outputs(
-    parser: argparse.ArgumentParser, json_help: str, *, display: bool = True
+    parser: argparse.ArgumentParser,
+    formats: Sequence[Option] = REPORT_FORMATS,
+    *,
+    json_help: str | None = None,
 ) -> None:
-    """The report files `report` and `merge` can write, and (`display`) how they print."""
-    for option, what in (
-        ("--json", json_help),
-        ("--junit", "the JUnit XML report"),
-        ("--html", "the HTML report"),
-        ("--codequality", "a GitLab Code Quality report"),
-    ):
-        parser.add_argument(option, metavar="PATH", help=f"write {what} to PATH")
-    if display:
-        _display_options(parser)
+    """A `--FORMAT PATH` option for each of `formats` (the report files a command can write)."""
+    for option in formats:
+        what = json_help if json_help and option.name == "json" else option.what
+        parser.add_argument(option.flag, metavar="PATH", help=f"write {what} to PATH")
+
+
+def report_paths(
+    args: argparse.Namespace, formats: Sequence[Option] = REPORT_FORMATS
+) -> dict[str, Path]:
+    """The report paths given on the command line, by format."""
+    return {
+        option.name: Path(value)
+        for option in formats
+        if (value := getattr(args, option.name, None))
+    }
 
 
 def _display_options(parser: argparse.ArgumentParser) -> None:
@@ -69,9 +82,12 @@ def _display_options(parser: argparse.ArgumentParser) -> None:
 def _repeat(text: str) -> int | str:
     if text == "auto":
         return text
-    if text.isdigit() and len(text) <= 4 and int(text) >= 1:
-        return int(text)
-    raise argparse.ArgumentTypeError(f"expected auto or a whole number of at least 1, got {text!r}")
+    repeat = OPTIONS["repeat"]
+    if text.isdigit() and len(text) <= len(str(repeat.high)) and int(text) >= 1:
+        return int(text)  # its upper bound: app.check_policy, for every front-end
+    raise argparse.ArgumentTypeError(
+        f"expected auto or a whole number of at least {repeat.low}, got {text!r}"
+    )
 
 
 def _rate(text: str) -> float:
@@ -85,15 +101,18 @@ def _rate(text: str) -> float:
 
 
 def _runs(text: str) -> int:
-    if text.isdigit() and len(text) <= 4:
+    if text.isdigit() and len(text) <= len(str(OPTIONS["max_calls"].high)):
         return int(text)
     raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
 
 
 def _seed(text: str) -> int:
-    if text.isascii() and text.isdigit() and len(text) <= 15:
+    digits = len(str(OPTIONS["seed"].high))
+    if text.isascii() and text.isdigit() and len(text) <= digits:
         return int(text)
-    raise argparse.ArgumentTypeError(f"expected a whole number of at most 15 digits, got {text!r}")
+    raise argparse.ArgumentTypeError(
+        f"expected a whole number of at most {digits} digits, got {text!r}"
+    )
 
 
 def _repeat_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,7 +122,7 @@ def _repeat_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--repeat",
         type=_repeat,
-        default=1,
+        default=OPTIONS["repeat"].default,
         metavar="N|auto",
         help="N runs of every scenario (a probe passes only if every run passes, unless "
         "--min-pass-rate); auto: run until a sequential test decides each probe",
@@ -117,7 +136,7 @@ def _repeat_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--holds-at",
         type=_rate,
-        default=0.95,
+        default=OPTIONS["holds_at"].default,
         metavar="P",
         help="the pass rate at which a rule holds (default 0.95): --repeat auto tests it; with "
         "--repeat N the summary states the chance that a suite of such rules goes red",
@@ -125,7 +144,7 @@ def _repeat_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--drifted-at",
         type=_rate,
-        default=0.80,
+        default=OPTIONS["drifted_at"].default,
         metavar="P",
         help="the pass rate at which a rule has drifted (default 0.80): --repeat auto tests it; "
         "with --repeat N the summary states the chance of catching such a rule",
@@ -180,18 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run a suite against its target and report")
     run.add_argument("config", metavar="CONFIG", help="the suite (a JSON file)")
-    run.add_argument("--json", metavar="PATH", help="write the JSON report to PATH")
-    run.add_argument("--junit", metavar="PATH", help="write the JUnit XML report to PATH")
-    run.add_argument(
-        "--html",
-        metavar="PATH",
-        help="write one self-contained HTML page (verdict, drift curve, failed probes) to PATH",
-    )
-    run.add_argument(
-        "--codequality",
-        metavar="PATH",
-        help="write a GitLab Code Quality report to PATH (failed probes on the suite's lines)",
-    )
+    _report_outputs(run)
     run.add_argument(
         "--include-responses",
         action="store_true",
@@ -200,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--concurrency",
         type=_concurrency,
-        default=1,
+        default=OPTIONS["concurrency"].default,
         metavar="N",
         help="scenarios run at once (default 1)",
     )
@@ -261,7 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
         "any model; exits with its verdict's code",
     )
     report.add_argument("report", metavar="REPORT", help="a JSON report written by --json")
-    _report_outputs(report, "the JSON report again")
+    _report_outputs(report, json_help="the JSON report again")
+    _display_options(report)
 
     merge = commands.add_parser(
         "merge",
@@ -269,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
         "merged verdict's code",
     )
     merge.add_argument("reports", metavar="REPORT", nargs="+", help="the shards' JSON reports")
-    _report_outputs(merge, "the merged JSON report", display=False)
+    _report_outputs(merge, json_help="the merged JSON report")
     merge.add_argument(
         "--allow-partial",
         action="store_true",
@@ -284,8 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("base", metavar="BASE", help="the base's JSON report (e.g. from main)")
     compare.add_argument("head", metavar="HEAD", help="the head's JSON report")
-    compare.add_argument("--markdown", metavar="PATH", help="write the comparison as Markdown")
-    compare.add_argument("--json", metavar="PATH", help="write the comparison as JSON")
+    _report_outputs(compare, COMPARISON_FORMATS)
     compare.add_argument(
         "--fail-on-regression",
         action="store_true",
@@ -309,15 +317,12 @@ def build_parser() -> argparse.ArgumentParser:
 def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
     """The parsed `run` arguments as the application's request and the display choices."""
     from ruledrift.app import RunRequest  # imported late: `--help` stays fast
-    from ruledrift.app.options import parse_shard
+    from ruledrift.app.value_checks import parse_shard
     from ruledrift.console.commands import Display
 
     request = RunRequest(
         config=Path(args.config),
-        json=Path(args.json) if args.json else None,
-        junit=Path(args.junit) if args.junit else None,
-        codequality=Path(args.codequality) if args.codequality else None,
-        html=Path(args.html) if args.html else None,
+        reports=report_paths(args),
         include_responses=args.include_responses,
         concurrency=args.concurrency,
         scenarios=tuple(args.scenario or ()),

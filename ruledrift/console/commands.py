@@ -16,6 +16,7 @@ from typing import Literal, TextIO
 
 from ruledrift import app
 from ruledrift.app import saved
+from ruledrift.app.options import OptionError, as_flags
 from ruledrift.console import github, output
 from ruledrift.console.not_run import render_not_run_annotations, render_not_run_summary
 from ruledrift.console.pull_progress import PullProgressPrinter
@@ -226,7 +227,10 @@ def show_validation(
 
 def show_failure(error: RuleDriftError, environ: Mapping[str, str]) -> None:
     """What stopped a command before or instead of a run, on stderr; on a GitHub runner also as
-    annotations (a configuration problem at its FILE:LINE:COL) and a job-summary note."""
+    annotations (a configuration problem at its FILE:LINE:COL) and a job-summary note. An
+    option is named as the command line names it (`--min-pass-rate`)."""
+    if isinstance(error, OptionError):
+        error = UsageError(as_flags(error))
     if isinstance(error, ConfigError):
         shown = terminal_lines(str(error))
         sys.stderr.write(f"{shown}\nerror: {len(error.issues)} problem(s) in the configuration\n")

@@ -6,7 +6,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -608,11 +607,8 @@ def test_a_hundred_problems_are_shown_and_all_are_kept(tmp_path: Path) -> None:
     data = base_suite()
     data.update({f"k{i}": 1 for i in range(100_000)})
     path = write_suite(tmp_path, data)
-    started = time.monotonic()
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(ConfigError) as caught:  # its time: benchmarks/config_errors_benchmark.py
         load_suite(path)
-    elapsed = time.monotonic() - started
-    assert elapsed < 15, elapsed  # about 1.3 s when measured; generous for a busy machine
     assert len(caught.value.issues) == 100_000
     shown = str(caught.value).split("\n")
     assert len(shown) == MAX_SHOWN_ISSUES + 1
@@ -978,10 +974,7 @@ def test_suggestions_for_unknown_rules_stay_within_a_budget(tmp_path: Path) -> N
     data["scenarios"][0]["probes"] = [
         {**probe, "id": f"p{i}", "rule": f"rule-{i}x"} for i in range(1_000)
     ]
-    started = time.monotonic()
-    found = problems(write_suite(tmp_path, data))
-    elapsed = time.monotonic() - started
-    assert elapsed < 20, elapsed  # 1.6 s when measured; without the budget, about 40 s
+    found = problems(write_suite(tmp_path, data))  # its time: benchmarks/config_errors_benchmark.py
     assert len(found) == 1_000
     suggested = [issue for issue in found if "(did you mean" in issue]
     assert found[0].endswith('probe "p0": unknown rule "rule-0x" (did you mean "rule-0"?)')

@@ -1,0 +1,100 @@
+"""What a run's verdict policy means before and after the run: its options checked together,
+the exit code of a finished run, the most runs a scenario can take, and what a short cap costs."""
+
+from __future__ import annotations
+
+from ruledrift.app.options import OPTIONS, Option, OptionError
+from ruledrift.data import RunResult, VerdictPolicy
+from ruledrift.errors import ExitCode
+from ruledrift.results.findings import gate_words
+from ruledrift.run.verdicts import gate_odds, sequential_design
+
+
+def exit_code(result: RunResult, *, reports_failed: bool = False) -> ExitCode:
+    """The one map from a finished run to an exit code: interrupted 130, then error 3 (the
+    verdict is incomplete), failed 1 (also inconclusive, unless the policy lets inconclusive
+    probes pass), then 5 when every probe passed but a report could not be written (a CI step
+    must not pass without the report it asked for), passed 0."""
+    if result.interrupted:
+        return ExitCode.INTERRUPTED
+    status = result.status
+    if status == "inconclusive" and result.policy.inconclusive_passes:
+        status = "passed"
+    if status == "passed":
+        return ExitCode.REPORT_ERROR if reports_failed else ExitCode.PASSED
+    return {"failed": ExitCode.FAILED, "inconclusive": ExitCode.FAILED}.get(
+        status, ExitCode.RUN_ERROR
+    )
+
+
+def check_policy(policy: VerdictPolicy) -> None:
+    """The repeat options make sense together and are in range (OPTIONS); raises OptionError
+    (exit 2) naming the option."""
+    auto = policy.repeat == "auto"
+    repeat, max_repeat = OPTIONS["repeat"], OPTIONS["max_repeat"]
+    if not auto and not _within(repeat, policy.repeat):
+        raise OptionError(f"{{repeat}}: expected auto or a whole number {_range(repeat)}")
+    if policy.min_pass_rate is not None:
+        if auto:
+            raise OptionError("{min_pass_rate} goes with {repeat} N (auto decides by itself)")
+        if not 0 < policy.min_pass_rate <= 1:
+            raise OptionError("{min_pass_rate}: expected a number above 0 and at most 1")
+    if policy.max_repeat is not None and not auto:
+        raise OptionError("{max_repeat} goes with {repeat} auto")
+    if not 0 < policy.drifted_at < policy.holds_at < 1:
+        raise OptionError("expected 0 < {drifted_at} < {holds_at} < 1")
+    if policy.max_repeat is not None and not _within(max_repeat, policy.max_repeat):
+        raise OptionError(f"{{max_repeat}}: expected a whole number {_range(max_repeat)}")
+
+
+def _within(option: Option, value: object) -> bool:
+    return (
+        isinstance(value, int)
+        and option.low is not None
+        and option.high is not None
+        and (option.low <= value <= option.high)
+    )
+
+
+def _range(option: Option) -> str:
+    return f"from {option.low} to {option.high}"
+
+
+def policy_argv(policy: VerdictPolicy) -> list[str]:
+    """The policy as `ruledrift run` options (none for the default: one run)."""
+    defaults = VerdictPolicy()
+    argv = [] if policy.repeat == 1 else ["--repeat", str(policy.repeat)]
+    if policy.min_pass_rate is not None:
+        argv += ["--min-pass-rate", f"{policy.min_pass_rate:g}"]
+    for option, value, default in (
+        ("--holds-at", policy.holds_at, defaults.holds_at),
+        ("--drifted-at", policy.drifted_at, defaults.drifted_at),
+        ("--max-repeat", policy.max_repeat, defaults.max_repeat),
+    ):
+        if value != default:
+            argv += [option, f"{value:g}"]
+    if policy.inconclusive_passes:
+        argv += ["--inconclusive", "pass"]
+    return argv
+
+
+def most_runs(policy: VerdictPolicy, probes: int) -> int:
+    """The most runs a scenario takes under `policy` for a selection of `probes` probes."""
+    if policy.repeat == "auto":
+        return sequential_design(policy, probes).cap
+    return int(policy.repeat)
+
+
+def short_cap_warning(policy: VerdictPolicy, probes: int) -> str | None:
+    """What a `--max-repeat` below the cap that decides every probe costs, or None."""
+    if policy.repeat != "auto" or policy.max_repeat is None:
+        return None
+    odds = gate_odds(policy, probes)
+    if odds.decides_at_cap:
+        return None
+    effect = "passes" if policy.inconclusive_passes else "fails"
+    return (
+        f"--max-repeat {policy.max_repeat} is below the {odds.needed_cap} runs that decide every "
+        f"one of {probes} probe(s): a probe still undecided after {odds.cap} runs is "
+        f"inconclusive, which {effect} the run. {gate_words(odds, policy)}"
+    )
