@@ -228,26 +228,40 @@ class _ScenarioRun:
         status: Status = "passed" if all(check.passed for check in checks) else "failed"
         return ProbeResult(probe, status, _ms_since(start), checks, response)
 
+    def _unreached(self) -> tuple[Probe, ...]:
+        return tuple(p for p in self.probes if p.id not in self.results)
+
     def _fail_remaining(self, reason: str) -> None:
-        for probe in self.probes:
-            if probe.id not in self.results:
-                self.results[probe.id] = ProbeResult(probe, "error", 0, error=reason)
-                self.events.probe_finished(self.scenario, self.results[probe.id])
+        for probe in self._unreached():
+            self.results[probe.id] = ProbeResult(probe, "error", 0, error=reason)
+            self.events.probe_finished(self.scenario, self.results[probe.id])
+
+    def announce_interrupted(self) -> None:
+        """Tell the observer of each probe this run did not reach, as an INTERRUPTED error
+        (called once, when the run is interrupted; nothing is stored)."""
+        for probe in self._unreached():
+            self.events.probe_finished(self.scenario, _interrupted(probe))
 
     def probe_runs(self) -> dict[str, ProbeRun]:
-        """This run's result for each probe it asked (INTERRUPTED for those it did not reach);
-        kept once the run was played to its end (`--repeat auto` asks for every run's after each
-        new one)."""
+        """This run's result for each probe it asked (INTERRUPTED for those it did not reach).
+        A pure read: nothing is stored and no event is sent, except that the answer is kept
+        once the run was played to its end (`--repeat auto` asks for every run's after each new
+        one)."""
         if self.settled is not None:
             return self.settled
-        self._fail_remaining(INTERRUPTED)  # a no-op for a run that finished
         runs = {
-            probe.id: _as_run(self.results[probe.id], self.run, self.paraphrase(probe))
+            probe.id: _as_run(
+                self.results.get(probe.id) or _interrupted(probe), self.run, self.paraphrase(probe)
+            )
             for probe in self.probes
         }
         if self.done:
             self.settled = runs
         return runs
+
+
+def _interrupted(probe: Probe) -> ProbeResult:
+    return ProbeResult(probe, "error", 0, error=INTERRUPTED)
 
 
 def draw_paraphrase(probe: Probe, scenario: str, run: int, seed: int) -> int:
@@ -423,6 +437,9 @@ async def run_suite(
         current = asyncio.current_task()
         if current is not None:
             current.uncancel()  # the interruption is handled: later cleanup may await normally
+        for book in books:  # the probes the interruption left out end too, for the display
+            for run in book.runs:
+                run.announce_interrupted()
     except BaseException:
         await _stop(tasks)
         raise

@@ -9,11 +9,11 @@ import pytest
 
 from ruledrift.adapters.base import CallContext
 from ruledrift.checks.regex_workers import RegexEvaluator
-from ruledrift.data import Message, RunResult, Suite
+from ruledrift.data import Message, ProbeResult, RunResult, Scenario, ScenarioResult, Suite
 from ruledrift.reports.junit import render_junit
 from ruledrift.reports.terminal import TerminalOptions, render_terminal
 from ruledrift.results.json_report import render_json
-from ruledrift.run.runner import ERROR_MAX_CHARS, INTERRUPTED, run_suite
+from ruledrift.run.runner import ERROR_MAX_CHARS, INTERRUPTED, _ScenarioRun, run_suite
 from ruledrift.suite.load import load_suite
 from ruledrift.suite.system_message import system_message
 from tests.support.recording_adapter import RecordingAdapter
@@ -236,6 +236,84 @@ def test_cancellation_returns_partial_results(tmp_path: Path) -> None:
     assert (s.probes[1].status, s.probes[1].error) == ("error", INTERRUPTED)
     assert (t.probes[0].status, t.probes[0].error) == ("error", INTERRUPTED)
     assert len(adapter.calls) < 5
+
+
+class Heard:
+    """An observer that writes down every probe it hears about."""
+
+    def __init__(self) -> None:
+        self.probes: list[tuple[str, str, str, str | None]] = []
+
+    def call_finished(self, scenario: Scenario) -> None:
+        pass
+
+    def probe_finished(self, scenario: Scenario, result: ProbeResult) -> None:
+        self.probes.append((scenario.id, result.probe.id, result.status, result.error))
+
+    def scenario_finished(self, result: ScenarioResult) -> None:
+        pass
+
+
+def test_an_interruption_reports_each_probe_it_left_out_once(tmp_path: Path) -> None:
+    """The progress display hears of every probe once, the unreached ones as interrupted."""
+    suite = make_suite(
+        tmp_path,
+        [
+            scenario("s", 3, [probe("early", 0), probe("late", 3)]),
+            scenario("t", 3, [probe("x", 3)]),
+        ],
+    )
+    adapter = RecordingAdapter(delay_s=0.05)
+    heard = Heard()
+
+    async def go() -> RunResult:
+        regex = RegexEvaluator()
+        task = asyncio.create_task(run_suite(suite, adapter, regex, events=heard))
+        while len(adapter.calls) < 2:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        try:
+            return await task
+        finally:
+            await regex.aclose()
+
+    result = asyncio.run(go())
+    assert result.interrupted
+    assert heard.probes == [
+        ("s", "early", "passed", None),
+        ("s", "late", "error", INTERRUPTED),
+        ("t", "x", "error", INTERRUPTED),
+    ]
+
+
+def test_reading_an_unfinished_runs_probe_runs_stores_nothing_and_tells_no_one(
+    tmp_path: Path,
+) -> None:
+    """`--repeat auto` reads every run's probe runs after each new one: a read is only a read."""
+    suite = make_suite(tmp_path, [scenario("s", 3, [probe("early", 0), probe("late", 3)])])
+    heard = Heard()
+
+    async def go() -> _ScenarioRun:
+        regex = RegexEvaluator()
+        adapter = RecordingAdapter(delay_s=0.05)
+        played = _ScenarioRun(suite, suite.scenarios[0], adapter, regex, heard)
+        task = asyncio.create_task(played.play())
+        while len(adapter.calls) < 2:  # the first probe answered, the first turn asked
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await regex.aclose()
+        return played
+
+    played = asyncio.run(go())
+    assert not played.done
+    before = list(heard.probes)
+    first, second = played.probe_runs(), played.probe_runs()
+    assert heard.probes == before == [("s", "early", "passed", None)]
+    assert first == second
+    assert list(played.results) == ["early"]
+    assert (first["early"].status, first["early"].error) == ("passed", None)
+    assert (first["late"].status, first["late"].error) == ("error", INTERRUPTED)
 
 
 def test_system_message_renders_prompt_then_rules(tmp_path: Path) -> None:

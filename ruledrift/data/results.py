@@ -1,0 +1,174 @@
+"""The results that come out of a run: each run of a probe, each probe's verdict, each scenario,
+the whole run, and what identifies its target and its shard."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ruledrift.data.conversation import Message
+from ruledrift.data.policy import VerdictPolicy
+from ruledrift.data.suite import Probe, Scenario, Suite
+
+Status = Literal["passed", "failed", "error", "inconclusive"]
+RunStatus = Literal["passed", "failed", "error"]  # one run of a probe is never inconclusive
+# where a shard's K/N came from: the flag, or `--shard auto` and the variables of one system
+ShardSource = Literal["flag", "ruledrift", "kubernetes", "slurm", "buildkite", "gitlab"]
+
+
+@dataclass(frozen=True)
+class AssertionResult:
+    type: str
+    passed: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class Response:
+    """A probe's answer. `text` is kept in memory; reporters print it only when asked to."""
+
+    text: str
+    sha256: str
+    length: int
+    metadata: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """One run of a probe under `--repeat`: its own answer and status. `prompt` is the index
+    of the paraphrase it asked, `seed` the seed its target was sent (None: the suite sets none)."""
+
+    run: int
+    status: RunStatus
+    duration_ms: int
+    assertions: tuple[AssertionResult, ...] = ()
+    response: Response | None = None
+    error: str | None = None
+    prompt: int = 0
+    seed: int | None = None
+
+    @property
+    def failed_assertions(self) -> tuple[AssertionResult, ...]:
+        return tuple(a for a in self.assertions if not a.passed)
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """A probe's verdict. With one run, its fields are that run's; with repeats (`runs`), the
+    status follows the run's VerdictPolicy and `assertions`, `response` and `error` are those
+    of the first run that did not pass (else of the last run), `decided_by` says why."""
+
+    probe: Probe
+    status: Status
+    duration_ms: int
+    assertions: tuple[AssertionResult, ...] = ()
+    response: Response | None = None
+    error: str | None = None
+    runs: tuple[ProbeRun, ...] = ()
+    decided_by: str | None = None
+
+    @property
+    def failed_assertions(self) -> tuple[AssertionResult, ...]:
+        return tuple(a for a in self.assertions if not a.passed)
+
+    @property
+    def all_runs(self) -> tuple[ProbeRun, ...]:
+        """Every run; a result made without repeats is its own single run."""
+        if self.runs:
+            return self.runs
+        single: RunStatus = "passed" if self.status == "inconclusive" else self.status
+        return (ProbeRun(0, single, self.duration_ms, self.assertions, self.response, self.error),)
+
+    @property
+    def passes(self) -> int:
+        return sum(1 for run in self.all_runs if run.status == "passed")
+
+
+def combined_status(statuses: list[Status]) -> Status:
+    """`error` if anything errored, else `failed` if anything failed, else `inconclusive` if
+    anything was undecided, else `passed`."""
+    for status in ("error", "failed", "inconclusive"):
+        if status in statuses:
+            return status
+    return "passed"
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    scenario: Scenario
+    probes: tuple[ProbeResult, ...]
+    model_calls: int
+    duration_ms: int
+    transcript: tuple[Message, ...] = ()  # the first run's background conversation
+    runs: int = 1  # times the scenario was played (`--repeat`)
+
+    @property
+    def status(self) -> Status:
+        return combined_status([p.status for p in self.probes])
+
+    def count(self, status: Status) -> int:
+        return sum(1 for p in self.probes if p.status == status)
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """What was tested, for the reports: adapter type, model and anything that identifies it."""
+
+    adapter: str
+    model: str | None
+    details: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """Which shard a run was (`--shard K/N`), the scenarios it was assigned, and the order of the
+    whole selection, so that `ruledrift merge` can check that the shards hold the selection
+    exactly and put their scenarios and rules back in config order."""
+
+    index: int
+    total: int
+    scenarios: tuple[str, ...]  # every selected scenario's id, in config order
+    rules: tuple[str, ...]  # every rule's id, in config order
+    assigned: tuple[str, ...] | None = None  # this shard's; None: an older report's
+    source: ShardSource = "flag"  # `--shard K/N`, or the system `--shard auto` read
+
+
+@dataclass(frozen=True)
+class Balance:
+    """The saved report whose scenario times cut the shards (`--shard-balance`): its path as
+    given, and what identifies its run (every shard must be cut by the same one)."""
+
+    report: str
+    config_sha256: str  # the suite that report ran
+    started_at: str  # when its run started
+
+
+@dataclass(frozen=True)
+class RunResult:
+    suite: Suite
+    target: TargetInfo
+    started_at: str  # ISO 8601, UTC
+    duration_ms: int
+    scenarios: tuple[ScenarioResult, ...]
+    interrupted: bool = False
+    policy: VerdictPolicy = field(default_factory=VerdictPolicy)
+    shard: ShardInfo | None = None  # `--shard K/N`: this run holds shard K of N
+    balanced_by: Balance | None = None  # shards cut by times (a shard, or their merge)
+    seed: int | None = None  # run r's context.seed is seed + r; the paraphrases are drawn from it
+    temperature: float | None = None  # the temperature the suite sends (None: not set)
+
+    @property
+    def probes(self) -> list[ProbeResult]:
+        return [p for s in self.scenarios for p in s.probes]
+
+    @property
+    def status(self) -> Status:
+        return combined_status([p.status for p in self.probes])
+
+    @property
+    def model_calls(self) -> int:
+        return sum(s.model_calls for s in self.scenarios)
+
+    def count(self, status: Status) -> int:
+        return sum(1 for p in self.probes if p.status == status)

@@ -1,0 +1,126 @@
+"""The validated suite that goes into a run: its rules, scenarios, probes and assertions, where
+each stands in the configuration file, and the adapter settings it names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+Severity = Literal["critical", "warning", "info"]
+TextAssertionType = Literal["contains", "notContains", "equals"]
+RegexAssertionType = Literal["matches", "notMatches"]
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where something stands in the configuration file (1-based line and column)."""
+
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    instruction: str
+    severity: Severity
+    location: Location
+
+
+@dataclass(frozen=True)
+class TextAssertion:
+    type: TextAssertionType
+    value: str
+    case_sensitive: bool = False
+
+
+@dataclass(frozen=True)
+class MatchesAssertion:
+    """`matches` (the pattern matches the answer) or `notMatches` (it does not), JavaScript
+    semantics."""
+
+    pattern: str
+    flags: str = ""
+    type: RegexAssertionType = "matches"
+
+
+@dataclass(frozen=True)
+class LanguageAssertion:
+    """The answer is in the language `value` (an ISO 639-1 code), and only in it."""
+
+    value: str
+    min_confidence: float = 0.5
+    type: Literal["language"] = "language"
+
+
+Assertion = TextAssertion | MatchesAssertion | LanguageAssertion
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One probe at one boundary. A probe object with a list `afterTurn` is loaded as one
+    `Probe` per boundary, named `<id>-after-<N>`, all with the object's `location`."""
+
+    id: str
+    rule: Rule
+    after_turn: int
+    prompt: str
+    assertions: tuple[Assertion, ...]
+    location: Location
+    paraphrases: tuple[
+        str, ...
+    ] = ()  # every wording when `prompt` is a list (the first is `prompt`)
+
+    def wording(self, index: int) -> str:
+        """The paraphrase at `index` (`prompt` when there is one wording)."""
+        return self.paraphrases[index] if self.paraphrases else self.prompt
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    description: str | None
+    turns: tuple[str, ...]
+    probes: tuple[Probe, ...]
+    location: Location
+
+    @property
+    def turns_needed(self) -> int:
+        """Background turns a run plays: none after the last probe boundary."""
+        return max((probe.after_turn for probe in self.probes), default=0)
+
+    @property
+    def model_calls(self) -> int:
+        return self.turns_needed + len(self.probes)
+
+
+class AdapterConfig(Protocol):
+    """An adapter type's validated settings: a frozen dataclass that lives beside its adapter
+    in ruledrift/adapters/ (`CommandAdapterConfig`, `OllamaAdapterConfig`, ...)."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def model(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Suite:
+    version: int
+    name: str
+    system_prompt: str | None
+    adapter: AdapterConfig
+    rules: tuple[Rule, ...]
+    scenarios: tuple[Scenario, ...]
+    path: Path
+    sha256: str
+
+    @property
+    def probe_count(self) -> int:
+        return sum(len(scenario.probes) for scenario in self.scenarios)
+
+    @property
+    def model_calls(self) -> int:
+        return sum(scenario.model_calls for scenario in self.scenarios)
