@@ -11,9 +11,13 @@ here only where it reads the table for it (`agrees`: a summary count the probes 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import operator
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -21,13 +25,20 @@ class Field:
     """One field of one object: its JSON `key`, the Python `attribute` it is written from and
     read back to (a dataclass field of `ruledrift.data`, or the name of a value the writer
     computes), whether it may be left out (`optional`: written only when it has a value, None
-    counting as none), and (summary only) whether the reader checks that the probes agree
-    with it (`agrees`; a missing optional count is 0)."""
+    counting as none), whether a report written before the field may lack it (`older`: always
+    written, but not required by the schema), and (summary only) whether the reader checks that
+    the probes agree with it (`agrees`; a missing optional count is 0)."""
 
     key: str
     attribute: str
     optional: bool = False
     agrees: bool = False
+    older: bool = False  # reports written before this field lack it: the schema does not require it
+
+    @property
+    def required(self) -> bool:
+        """Whether every report holds it (the schema requires it)."""
+        return not (self.optional or self.older)
 
 
 def _fields(*rows: tuple[str, str] | Field) -> tuple[Field, ...]:
@@ -45,8 +56,8 @@ REPORT = _fields(
     ("summary", "summary"),
     ("scenarios", "scenarios"),
     Field("policy", "policy", optional=True),  # a run with repeats
-    ("drift", "drift"),
-    ("rules", "rules"),
+    Field("drift", "drift", older=True),
+    Field("rules", "rules", older=True),
 )
 TOOL = _fields(("name", "name"), ("version", "version"))
 SUITE = _fields(
@@ -62,7 +73,7 @@ SHARD = _fields(  # ShardInfo
     ("scenarios", "scenarios"),
     ("rules", "rules"),
     Field("assigned", "assigned", optional=True),  # None: an older report's
-    ("source", "source"),
+    Field("source", "source", older=True),
 )
 BALANCE = _fields(  # Balance
     ("report", "report"),
@@ -79,7 +90,7 @@ SUMMARY = _fields(  # counts of the probes' verdicts (`json_report.summary_value
     Field("errors", "errors", agrees=True),
     Field("modelCalls", "model_calls", agrees=True),
     ("interrupted", "interrupted"),  # RunResult.interrupted
-    ("suspicious", "suspicious"),
+    Field("suspicious", "suspicious", older=True),
     Field("inconclusive", "inconclusive", optional=True, agrees=True),  # when not 0
 )
 POLICY = _fields(  # VerdictPolicy, the run's seed and temperature, the design's odds
@@ -87,13 +98,13 @@ POLICY = _fields(  # VerdictPolicy, the run's seed and temperature, the design's
     ("minPassRate", "min_pass_rate"),
     ("inconclusive", "inconclusive"),  # "pass" or "fail": VerdictPolicy.inconclusive_passes
     Field("probes", "probes", optional=True),
-    ("holdsAt", "holds_at"),
-    ("driftedAt", "drifted_at"),
+    Field("holdsAt", "holds_at", older=True),
+    Field("driftedAt", "drifted_at", older=True),
     Field("suiteRedWhenHolding", "red_when_holding", optional=True),  # when a design fits
     Field("caughtWhenDrifted", "caught", optional=True),
     Field("seed", "seed", optional=True),  # RunResult.seed
-    ("temperature", "temperature"),  # RunResult.temperature
-    ("identicalAnswers", "identical_answers"),
+    Field("temperature", "temperature", older=True),  # RunResult.temperature
+    Field("identicalAnswers", "identical_answers", older=True),
     Field("maxRepeat", "max_repeat", optional=True),  # `--repeat auto` only, from here on
     Field("capDerived", "cap_derived", optional=True),
     Field("alpha", "alpha", optional=True),
@@ -203,7 +214,41 @@ def written(fields: tuple[Field, ...], values: Mapping[str, Any]) -> dict[str, A
     }
 
 
-def read(fields: tuple[Field, ...], rendered: Mapping[str, Any]) -> dict[str, Any]:
-    """The values of a checked object by attribute: every field it holds (the schema has
-    checked them), and no key the table does not name (a newer RuleDrift's field)."""
-    return {field.attribute: rendered[field.key] for field in fields if field.key in rendered}
+Reader = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def reader(fields: tuple[Field, ...]) -> Reader:
+    """A function that reads an object of `fields` the schema has checked to its values by
+    attribute: every field it holds, and no key the table does not name (a newer RuleDrift's).
+    Made once a table: it reads the required fields in one step (`itemgetter`), as fast as
+    reading them one by one was."""
+    required = [field for field in fields if field.required]
+    others = tuple((field.key, field.attribute) for field in fields if not field.required)
+    attributes = tuple(field.attribute for field in required)
+    getter = operator.itemgetter(*(field.key for field in required))
+    get: Callable[[Mapping[str, Any]], tuple[Any, ...]] = (
+        getter if len(required) > 1 else lambda rendered: (getter(rendered),)
+    )
+
+    def read(rendered: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(zip(attributes, get(rendered)))  # noqa: B905 (the getter gives them all)
+
+    def read_others(rendered: Mapping[str, Any]) -> dict[str, Any]:
+        values = read(rendered)
+        for key, attribute in others:
+            if key in rendered:
+                values[attribute] = rendered[key]
+        return values
+
+    return read_others if others else read
+
+
+def builder(fields: tuple[Field, ...], into: Callable[..., T]) -> Callable[[Mapping[str, Any]], T]:
+    """A function that makes `into` (a dataclass whose fields are, in order, the attributes of
+    `fields`, all required) from an object the schema has checked, passing the values by
+    position: the reader's fastest path, for its most numerous objects."""
+    names = [field.name for field in dataclasses.fields(into)]  # type: ignore[arg-type]
+    if not all(f.required for f in fields) or names[: len(fields)] != [f.attribute for f in fields]:
+        raise TypeError(f"{into} does not take {[f.attribute for f in fields]} in that order")
+    getter = operator.itemgetter(*(field.key for field in fields))
+    return lambda rendered: into(*getter(rendered))

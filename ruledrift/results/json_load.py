@@ -83,7 +83,7 @@ from ruledrift.jsondoc import positions as jsonpos
 from ruledrift.jsondoc.positions import pointer_of
 from ruledrift.jsondoc.schema_messages import context, findings, show
 from ruledrift.results import fields
-from ruledrift.results.fields import read
+from ruledrift.results.fields import builder, reader
 from ruledrift.results.json_report import REPORT_VERSION, summary_values
 from ruledrift.suite.load import schema_text
 from ruledrift.text import cut_text, json_kind, terminal_safe
@@ -107,6 +107,20 @@ _RFC3339 = re.compile(
     re.IGNORECASE,
 )
 _WHAT = "expected a JSON report written by `ruledrift run --json`"
+_assertion = builder(fields.ASSERTION, AssertionResult)
+_read_balance = reader(fields.BALANCE)
+_read_message = reader(fields.MESSAGE)
+_read_policy = reader(fields.POLICY)
+_read_probe = reader(fields.PROBE)
+_read_report = reader(fields.REPORT)
+_read_response = reader(fields.RESPONSE)
+_read_run = reader(fields.RUN)
+_read_scenario = reader(fields.SCENARIO)
+_read_shard = reader(fields.SHARD)
+_read_suite = reader(fields.SUITE)
+_read_summary = reader(fields.SUMMARY)
+_read_target = reader(fields.TARGET)
+_read_tool = reader(fields.TOOL)
 
 
 @dataclass(frozen=True)
@@ -744,11 +758,11 @@ def _assignment_problems(
 
 
 def _build(report: dict[str, Any]) -> SavedReport:
-    values = read(fields.REPORT, report)
+    values = _read_report(report)
     rules = _rules(report)
     scenarios = tuple(_scenario(s, rules) for s in values["scenarios"])
-    target = TargetInfo(**read(fields.TARGET, values["target"]))
-    suite_values = read(fields.SUITE, values["suite"])
+    target = TargetInfo(**_read_target(values["target"]))
+    suite_values = _read_suite(values["suite"])
     suite = Suite(
         version=_SUITE_VERSION,
         name=suite_values["name"],
@@ -759,21 +773,22 @@ def _build(report: dict[str, Any]) -> SavedReport:
         path=Path(suite_values["path"]),
         sha256=suite_values["sha256"],
     )
-    policy = read(fields.POLICY, values.get("policy") or {})
+    rendered_policy = values.get("policy")
+    policy = {} if rendered_policy is None else _read_policy(rendered_policy)
     result = RunResult(
         suite=suite,
         target=target,
         started_at=values["started_at"],
         duration_ms=values["duration_ms"],
         scenarios=scenarios,
-        interrupted=read(fields.SUMMARY, values["summary"])["interrupted"],
+        interrupted=_read_summary(values["summary"])["interrupted"],
         policy=_policy(policy),
         shard=_shard(suite_values.get("shard")),
         balanced_by=_balance(suite_values.get("balanced_by")),
         seed=policy.get("seed"),
         temperature=policy.get("temperature"),
     )
-    tool = read(fields.TOOL, values["tool"])
+    tool = _read_tool(values["tool"])
     return SavedReport(result, values["responses_included"], tool["version"])
 
 
@@ -789,10 +804,10 @@ def _rules(report: dict[str, Any]) -> dict[str, Rule]:
 
 
 def _scenario(rendered: dict[str, Any], rules: dict[str, Rule]) -> ScenarioResult:
-    values = read(fields.SCENARIO, rendered)
+    values = _read_scenario(rendered)
     messages = values.get("transcript", [])
-    transcript = tuple(Message(**read(fields.MESSAGE, m)) for m in messages)
-    probes: list[dict[str, Any]] = [read(fields.PROBE, p) for p in values["probes"]]
+    transcript = tuple(Message(**_read_message(m)) for m in messages)
+    probes: list[dict[str, Any]] = [_read_probe(p) for p in values["probes"]]
     texts = [_probe_text(p) for p in probes]
     prompts = _prompts(probes, texts, transcript)
     results = tuple(
@@ -822,7 +837,7 @@ def _probe_text(probe: dict[str, Any]) -> str | None:
     response = probe["response"]
     if response is None:
         return None
-    response = read(fields.RESPONSE, response)
+    response = _read_response(response)
     if "text" in response:
         return cast(str, response["text"])
     if "empty-answer" in probe.get("flags", ()):
@@ -894,25 +909,22 @@ def _probe_result(
 
 
 def _run(rendered: dict[str, Any]) -> ProbeRun:
-    values = read(fields.RUN, rendered)
+    values = _read_run(rendered)
     response = values["response"]
     text = None if response is None else response.get("text", _placeholder(response))
-    return ProbeRun(
-        **values
-        | {
-            "assertions": _assertions(values["assertions"]),
-            "response": None if text is None else _response(response, text, {}),
-        }
-    )
+    values["assertions"] = _assertions(values["assertions"])
+    values["response"] = None if text is None else _response(response, text, {})
+    return ProbeRun(**values)
 
 
 def _assertions(rendered: list[dict[str, Any]]) -> tuple[AssertionResult, ...]:
-    return tuple(AssertionResult(**read(fields.ASSERTION, a)) for a in rendered)
+    return tuple(_assertion(a) for a in rendered)
 
 
 def _response(rendered: dict[str, Any], text: str, metadata: dict[str, Any]) -> Response:
-    values = read(fields.RESPONSE, rendered)
-    return Response(**values | {"text": text, "metadata": metadata})
+    values = _read_response(rendered)
+    values["text"], values["metadata"] = text, metadata
+    return Response(**values)
 
 
 def _policy(values: dict[str, Any]) -> VerdictPolicy:
@@ -933,7 +945,7 @@ def _policy(values: dict[str, Any]) -> VerdictPolicy:
 def _shard(rendered: dict[str, Any] | None) -> ShardInfo | None:
     if rendered is None:
         return None
-    values = read(fields.SHARD, rendered)
+    values = _read_shard(rendered)
     return ShardInfo(
         **values
         | {
@@ -945,4 +957,4 @@ def _shard(rendered: dict[str, Any] | None) -> ShardInfo | None:
 
 
 def _balance(rendered: dict[str, Any] | None) -> Balance | None:
-    return None if rendered is None else Balance(**read(fields.BALANCE, rendered))
+    return None if rendered is None else Balance(**_read_balance(rendered))

@@ -66,7 +66,8 @@ def closed_objects(value: object, pointer: str = "") -> Iterator[str]:
 
 def schema_mismatches(tables: Mapping[str, tuple[Field, ...]]) -> list[str]:
     """Where the tables and the schema's `properties` disagree: a key one has and the other has
-    not, or a key the schema requires that the table lets the writer leave out."""
+    not, a key the schema requires that the table lets the writer leave out, or one the reader
+    counts on that the schema does not require."""
     problems = []
     for name, table in tables.items():
         schema = node(WHERE[name])
@@ -79,6 +80,13 @@ def schema_mismatches(tables: Mapping[str, tuple[Field, ...]]) -> list[str]:
         ]
         optional = {f.key for f in table if f.optional}
         problems += [f"{name}: {k} is required" for k in schema["required"] if k in optional]
+        required = [f.key for f in table if f.required]  # the reader counts on these
+        demanded = schema["required"]
+        problems += [
+            f"{name}: {k} is not required"
+            for k in required
+            if k in schema["properties"] and k not in demanded
+        ]
         if len(set(keys)) < len(keys):
             problems.append(f"{name}: a key twice")
     return problems
@@ -164,8 +172,10 @@ def test_a_table_and_the_schema_apart_are_found() -> None:
     tables["summary"] = fields.SUMMARY[:-1]
     tables["run"] = (*fields.RUN, Field("tokens", "tokens"))
     tables["tool"] = (Field("name", "name", optional=True), fields.TOOL[1])
+    tables["shard"] = (*fields.SHARD[:-1], Field("source", "source"))
     assert schema_mismatches(tables) == [
         "tool: name is required",
+        "shard: source is not required",
         "summary: inconclusive is not in the table",
         "run: tokens is not in the schema",
     ]
@@ -194,7 +204,7 @@ def test_a_key_the_writer_adds_alone_is_found() -> None:
 
 @pytest.mark.parametrize("include_responses", [False, True])
 def test_the_reader_reads_back_every_key_the_writer_wrote(include_responses: bool) -> None:
-    """Each written object's keys are each read (`fields.read`) to an attribute, and the
+    """Each written object's keys are each read (`fields.reader`) to an attribute, and the
     report the reader's result renders is the same bytes (but for the count of each paraphrase:
     a report does not hold a probe's paraphrases, so that comes back only as the runs' `prompt`
     numbers; this is older than the table)."""
@@ -202,6 +212,6 @@ def test_the_reader_reads_back_every_key_the_writer_wrote(include_responses: boo
     document = json.loads(raw)
     names = {pointer: name for name, pointer in WHERE.items()}
     for pointer, value in where(document, ""):
-        assert len(fields.read(fields.OBJECTS[names[pointer]], value)) == len(value)
+        assert len(fields.reader(fields.OBJECTS[names[pointer]])(value)) == len(value)
     loaded = report_from_bytes(raw, source="report.json").result
     assert render_json(loaded, include_responses=include_responses) == raw
