@@ -40,6 +40,7 @@ without misleading anyone:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import itertools
 import json
@@ -81,7 +82,9 @@ from ruledrift.errors import ConfigIssue, UsageError
 from ruledrift.jsondoc import positions as jsonpos
 from ruledrift.jsondoc.positions import pointer_of
 from ruledrift.jsondoc.schema_messages import context, findings, show
-from ruledrift.results.json_report import REPORT_VERSION
+from ruledrift.results import fields
+from ruledrift.results.fields import builder, reader
+from ruledrift.results.json_report import REPORT_VERSION, summary_values
 from ruledrift.suite.load import schema_text
 from ruledrift.text import cut_text, json_kind, terminal_safe
 
@@ -104,6 +107,20 @@ _RFC3339 = re.compile(
     re.IGNORECASE,
 )
 _WHAT = "expected a JSON report written by `ruledrift run --json`"
+_assertion = builder(fields.ASSERTION, AssertionResult)
+_read_balance = reader(fields.BALANCE)
+_read_message = reader(fields.MESSAGE)
+_read_policy = reader(fields.POLICY)
+_read_probe = reader(fields.PROBE)
+_read_report = reader(fields.REPORT)
+_read_response = reader(fields.RESPONSE)
+_read_run = reader(fields.RUN)
+_read_scenario = reader(fields.SCENARIO)
+_read_shard = reader(fields.SHARD)
+_read_suite = reader(fields.SUITE)
+_read_summary = reader(fields.SUMMARY)
+_read_target = reader(fields.TARGET)
+_read_tool = reader(fields.TOOL)
 
 
 @dataclass(frozen=True)
@@ -679,16 +696,8 @@ def _disagreements(result: RunResult, report: dict[str, Any]) -> list[_Problem]:
     """Where the summary or a scenario's status says other than the probes: a verdict is shown
     and decides the exit code from the probes, so the file must not say something else."""
     summary = report["summary"]
-    found: dict[str, object] = {
-        "status": result.status,
-        "scenarios": len(result.scenarios),
-        "probes": len(result.probes),
-        "passed": result.count("passed"),
-        "failed": result.count("failed"),
-        "errors": result.count("error"),
-        "modelCalls": result.model_calls,
-        "inconclusive": result.count("inconclusive"),
-    }
+    values = summary_values(result)
+    found = {f.key: values[f.attribute] or 0 for f in fields.SUMMARY if f.agrees}
     problems = [
         _at(["summary", key], f"says {show(summary.get(key, 0))}, the probes say {show(value)}")
         for key, value in found.items()
@@ -749,33 +758,38 @@ def _assignment_problems(
 
 
 def _build(report: dict[str, Any]) -> SavedReport:
+    values = _read_report(report)
     rules = _rules(report)
-    scenarios = tuple(_scenario(s, rules) for s in report["scenarios"])
-    target = report["target"]
+    scenarios = tuple(_scenario(s, rules) for s in values["scenarios"])
+    target = TargetInfo(**_read_target(values["target"]))
+    suite_values = _read_suite(values["suite"])
     suite = Suite(
         version=_SUITE_VERSION,
-        name=report["suite"]["name"],
+        name=suite_values["name"],
         system_prompt=None,
-        adapter=ReportedAdapter(target["adapter"], target["model"]),
+        adapter=ReportedAdapter(target.adapter, target.model),
         rules=tuple(rules.values()),
         scenarios=tuple(s.scenario for s in scenarios),
-        path=Path(report["suite"]["config"]),
-        sha256=report["suite"]["configSha256"],
+        path=Path(suite_values["path"]),
+        sha256=suite_values["sha256"],
     )
+    rendered_policy = values.get("policy")
+    policy = {} if rendered_policy is None else _read_policy(rendered_policy)
     result = RunResult(
         suite=suite,
-        target=TargetInfo(target["adapter"], target["model"], target["details"]),
-        started_at=report["startedAt"],
-        duration_ms=report["durationMs"],
+        target=target,
+        started_at=values["started_at"],
+        duration_ms=values["duration_ms"],
         scenarios=scenarios,
-        interrupted=report["summary"]["interrupted"],
-        policy=_policy(report.get("policy")),
-        shard=_shard(report["suite"].get("shard")),
-        balanced_by=_balance(report["suite"].get("balancedBy")),
-        seed=(report.get("policy") or {}).get("seed"),
-        temperature=(report.get("policy") or {}).get("temperature"),
+        interrupted=_read_summary(values["summary"])["interrupted"],
+        policy=_policy(policy),
+        shard=_shard(suite_values.get("shard")),
+        balanced_by=_balance(suite_values.get("balanced_by")),
+        seed=policy.get("seed"),
+        temperature=policy.get("temperature"),
     )
-    return SavedReport(result, report["responsesIncluded"], report["tool"]["version"])
+    tool = _read_tool(values["tool"])
+    return SavedReport(result, values["responses_included"], tool["version"])
 
 
 def _rules(report: dict[str, Any]) -> dict[str, Rule]:
@@ -790,8 +804,10 @@ def _rules(report: dict[str, Any]) -> dict[str, Rule]:
 
 
 def _scenario(rendered: dict[str, Any], rules: dict[str, Rule]) -> ScenarioResult:
-    transcript = tuple(Message(m["role"], m["content"]) for m in rendered.get("transcript", []))
-    probes: list[dict[str, Any]] = rendered["probes"]
+    values = _read_scenario(rendered)
+    messages = values.get("transcript", [])
+    transcript = tuple(Message(**_read_message(m)) for m in messages)
+    probes: list[dict[str, Any]] = [_read_probe(p) for p in values["probes"]]
     texts = [_probe_text(p) for p in probes]
     prompts = _prompts(probes, texts, transcript)
     results = tuple(
@@ -799,8 +815,8 @@ def _scenario(rendered: dict[str, Any], rules: dict[str, Rule]) -> ScenarioResul
         for p, prompt, text in zip(probes, prompts, texts, strict=True)
     )
     scenario = Scenario(
-        id=rendered["id"],
-        description=rendered.get("description"),
+        id=values["id"],
+        description=values.get("description"),
         turns=(),
         probes=tuple(r.probe for r in results),
         location=NOWHERE,
@@ -809,21 +825,22 @@ def _scenario(rendered: dict[str, Any], rules: dict[str, Rule]) -> ScenarioResul
     return ScenarioResult(
         scenario=scenario,
         probes=results,
-        model_calls=rendered["modelCalls"],
-        duration_ms=rendered["durationMs"],
+        model_calls=values["model_calls"],
+        duration_ms=values["duration_ms"],
         transcript=transcript,
         runs=max(played) + 1 if played else 1,
     )
 
 
-def _probe_text(rendered: dict[str, Any]) -> str | None:
-    """The probe's answer text, or its placeholder (None: no answer)."""
-    response = rendered["response"]
+def _probe_text(probe: dict[str, Any]) -> str | None:
+    """The probe's answer text, or its placeholder (None: no answer); `probe` by attribute."""
+    response = probe["response"]
     if response is None:
         return None
+    response = _read_response(response)
     if "text" in response:
         return cast(str, response["text"])
-    if "empty-answer" in rendered.get("flags", ()):
+    if "empty-answer" in probe.get("flags", ()):
         return ""
     return _placeholder(response)
 
@@ -862,90 +879,82 @@ def _prompts(
     return prompts
 
 
-def _unflagged_pass(rendered: dict[str, Any]) -> bool:
-    return rendered["status"] == "passed" and "identical-answer" not in rendered.get("flags", ())
+def _unflagged_pass(probe: dict[str, Any]) -> bool:
+    return probe["status"] == "passed" and "identical-answer" not in probe.get("flags", ())
 
 
 def _probe_result(
-    rendered: dict[str, Any], rules: dict[str, Rule], prompt: str, text: str | None
+    values: dict[str, Any], rules: dict[str, Rule], prompt: str, text: str | None
 ) -> ProbeResult:
+    """A probe's result from its values by attribute (`fields.PROBE`)."""
     probe = Probe(
-        id=rendered["id"],
-        rule=rules[rendered["rule"]],
-        after_turn=rendered["afterTurn"],
+        id=values["id"],
+        rule=rules[values["rule"]],
+        after_turn=values["after_turn"],
         prompt=prompt,
         assertions=(),
         location=NOWHERE,
     )
-    response = rendered["response"]
+    response = values["response"]
     return ProbeResult(
         probe=probe,
-        status=rendered["status"],
-        duration_ms=rendered["durationMs"],
-        assertions=_assertions(rendered["assertions"]),
-        response=None if text is None else _response(response, text, rendered["metadata"]),
-        error=rendered["error"],
-        runs=tuple(_run(run) for run in rendered.get("runs", [])),
-        decided_by=rendered.get("decidedBy"),
+        status=values["status"],
+        duration_ms=values["duration_ms"],
+        assertions=_assertions(values["assertions"]),
+        response=None if text is None else _response(response, text, values["metadata"]),
+        error=values["error"],
+        runs=tuple(_run(run) for run in values.get("runs", [])),
+        decided_by=values.get("decided_by"),
     )
 
 
 def _run(rendered: dict[str, Any]) -> ProbeRun:
-    response = rendered["response"]
+    values = _read_run(rendered)
+    response = values["response"]
     text = None if response is None else response.get("text", _placeholder(response))
-    return ProbeRun(
-        run=rendered["run"],
-        status=rendered["status"],
-        duration_ms=rendered["durationMs"],
-        assertions=_assertions(rendered["assertions"]),
-        response=None if text is None else _response(response, text, {}),
-        error=rendered["error"],
-        prompt=rendered["prompt"],
-        seed=rendered["seed"],
-    )
+    values["assertions"] = _assertions(values["assertions"])
+    values["response"] = None if text is None else _response(response, text, {})
+    return ProbeRun(**values)
 
 
 def _assertions(rendered: list[dict[str, Any]]) -> tuple[AssertionResult, ...]:
-    return tuple(AssertionResult(a["type"], a["passed"], a["message"]) for a in rendered)
+    return tuple(_assertion(a) for a in rendered)
 
 
 def _response(rendered: dict[str, Any], text: str, metadata: dict[str, Any]) -> Response:
-    return Response(text, rendered["sha256"], rendered["length"], metadata)
+    values = _read_response(rendered)
+    values["text"], values["metadata"] = text, metadata
+    return Response(**values)
 
 
-def _policy(rendered: dict[str, Any] | None) -> VerdictPolicy:
-    """The run's policy; one run (the default) when the report has none."""
-    default = VerdictPolicy()
-    if rendered is None:
-        return default
+def _policy(values: dict[str, Any]) -> VerdictPolicy:
+    """The run's policy from its values by attribute (`fields.POLICY`); one run (the default)
+    when the report has none."""
+    if not values:
+        return VerdictPolicy()
+    known = {f.name for f in dataclasses.fields(VerdictPolicy)}
     return VerdictPolicy(
-        repeat=rendered["repeat"],
-        min_pass_rate=rendered["minPassRate"],
-        holds_at=rendered.get("holdsAt", default.holds_at),
-        drifted_at=rendered.get("driftedAt", default.drifted_at),
-        max_repeat=None if rendered.get("capDerived") else rendered.get("maxRepeat"),
-        alpha=rendered.get("alpha", default.alpha),
-        beta=rendered.get("beta", default.beta),
-        inconclusive_passes=rendered["inconclusive"] == "pass",
-        probes=rendered.get("probes"),
+        **{name: value for name, value in values.items() if name in known}
+        | {
+            "max_repeat": None if values.get("cap_derived") else values.get("max_repeat"),
+            "inconclusive_passes": values["inconclusive"] == "pass",
+        }
     )
 
 
 def _shard(rendered: dict[str, Any] | None) -> ShardInfo | None:
     if rendered is None:
         return None
-    assigned = rendered.get("assigned")
+    values = _read_shard(rendered)
     return ShardInfo(
-        rendered["index"],
-        rendered["total"],
-        tuple(rendered["scenarios"]),
-        tuple(rendered["rules"]),
-        None if assigned is None else tuple(assigned),
-        rendered.get("source", "flag"),
+        **values
+        | {
+            name: tuple(values[name])
+            for name in ("scenarios", "rules", "assigned")
+            if values.get(name) is not None
+        }
     )
 
 
 def _balance(rendered: dict[str, Any] | None) -> Balance | None:
-    if rendered is None:
-        return None
-    return Balance(rendered["report"], rendered["configSha256"], rendered["startedAt"])
+    return None if rendered is None else Balance(**_read_balance(rendered))

@@ -12,8 +12,18 @@ from collections.abc import Mapping
 from typing import Any
 
 import ruledrift
-from ruledrift.data import ProbeResult, ProbeRun, Response, RunResult, ScenarioResult
+from ruledrift.data import (
+    AssertionResult,
+    ProbeResult,
+    ProbeRun,
+    Response,
+    RunResult,
+    ScenarioResult,
+)
+from ruledrift.results import fields
+from ruledrift.results.fields import written
 from ruledrift.results.findings import (
+    RuleStory,
     by_paraphrase,
     drift_curve,
     identical_answers,
@@ -22,7 +32,7 @@ from ruledrift.results.findings import (
     rule_stories,
     suspicious,
 )
-from ruledrift.stats import pass_rate
+from ruledrift.stats import PassRate, pass_rate
 from ruledrift.text import repair_surrogates
 
 REPORT_VERSION = 1
@@ -30,187 +40,144 @@ REPORT_VERSION = 1
 
 def render_json(result: RunResult, *, include_responses: bool) -> bytes:
     """The report as UTF-8 JSON, indented by 2, keys in a fixed order, with a trailing newline."""
-    report = {
-        "reportVersion": REPORT_VERSION,
-        "tool": {"name": "ruledrift", "version": ruledrift.__version__},
-        "suite": {
-            "name": result.suite.name,
-            "config": str(result.suite.path),
-            "configSha256": result.suite.sha256,
-            **(
-                {
-                    "shard": {
-                        "index": result.shard.index,
-                        "total": result.shard.total,
-                        "scenarios": list(result.shard.scenarios),
-                        "rules": list(result.shard.rules),
-                        **(
-                            {"assigned": list(result.shard.assigned)}
-                            if result.shard.assigned is not None
-                            else {}
-                        ),
-                        "source": result.shard.source,
-                    }
-                }
-                if result.shard
-                else {}
-            ),
-            **(
-                {
-                    "balancedBy": {
-                        "report": balance.report,
-                        "configSha256": balance.config_sha256,
-                        "startedAt": balance.started_at,
-                    }
-                }
-                if (balance := result.balanced_by)
-                else {}
-            ),
-        },
-        "target": {
-            "adapter": result.target.adapter,
-            "model": result.target.model,
-            "details": _plain(result.target.details),
-        },
-        "startedAt": result.started_at,
-        "durationMs": result.duration_ms,
-        "responsesIncluded": include_responses,
-        "summary": {
-            "status": result.status,
-            "scenarios": len(result.scenarios),
-            "probes": len(result.probes),
-            "passed": result.count("passed"),
-            "failed": result.count("failed"),
-            "errors": result.count("error"),
-            "modelCalls": result.model_calls,
-            "interrupted": result.interrupted,
-            "suspicious": len(suspicious(result)),
-            **({"inconclusive": n} if (n := result.count("inconclusive")) else {}),
-        },
-        "scenarios": [_scenario(s, include_responses) for s in result.scenarios],
-        **_repeats(result),
-        "rules": [
-            {
-                "id": story.rule.id,
-                "severity": story.rule.severity,
-                "story": story.story,
-                "heldAt": list(story.held_at),
-                "brokenAt": list(story.broken_at),
-            }
-            for story in rule_stories(result)
-        ],
+    shard, balance = result.shard, result.balanced_by
+    suite = {
+        "name": result.suite.name,
+        "path": str(result.suite.path),
+        "sha256": result.suite.sha256,
+        "shard": None if shard is None else written(fields.SHARD, vars(shard)),
+        "balanced_by": None if balance is None else written(fields.BALANCE, vars(balance)),
     }
-    text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False)
+    target = result.target
+    report = {
+        "report_version": REPORT_VERSION,
+        "tool": written(fields.TOOL, {"name": "ruledrift", "version": ruledrift.__version__}),
+        "suite": written(fields.SUITE, suite),
+        "target": written(fields.TARGET, vars(target) | {"details": _plain(target.details)}),
+        "started_at": result.started_at,
+        "duration_ms": result.duration_ms,
+        "responses_included": include_responses,
+        "summary": written(fields.SUMMARY, summary_values(result)),
+        "scenarios": [_scenario(s, include_responses) for s in result.scenarios],
+        "policy": _policy(result),
+        "drift": _drift(result),
+        "rules": [_story(story) for story in rule_stories(result)],
+    }
+    text = json.dumps(written(fields.REPORT, report), indent=2, ensure_ascii=False, allow_nan=False)
     # lone surrogates (possible in text decoded from JSON escapes) cannot be encoded as UTF-8
     return (repair_surrogates(text) + "\n").encode("utf-8")
 
 
-def _scenario(result: ScenarioResult, include_responses: bool) -> dict[str, Any]:
-    rendered: dict[str, Any] = {
-        "id": result.scenario.id,
-        **({"description": d} if (d := result.scenario.description) is not None else {}),
+def summary_values(result: RunResult) -> dict[str, object]:
+    """The summary's values by attribute (`fields.SUMMARY`), as the probes decide them; the
+    reader checks a loaded report's summary against these (`Field.agrees`)."""
+    return {
         "status": result.status,
-        "durationMs": result.duration_ms,
-        "modelCalls": result.model_calls,
-        "probes": [_probe(result, p, include_responses) for p in result.probes],
+        "scenarios": len(result.scenarios),
+        "probes": len(result.probes),
+        "passed": result.count("passed"),
+        "failed": result.count("failed"),
+        "errors": result.count("error"),
+        "model_calls": result.model_calls,
+        "interrupted": result.interrupted,
+        "suspicious": len(suspicious(result)),
+        "inconclusive": result.count("inconclusive") or None,
     }
-    if include_responses:
-        rendered["transcript"] = [{"role": m.role, "content": m.content} for m in result.transcript]
-    return rendered
 
 
-def _repeats(result: RunResult) -> dict[str, Any]:
-    """The policy (with repeats) and the drift curve."""
+def _story(story: RuleStory) -> dict[str, Any]:
+    rule = story.rule
+    return written(fields.RULE, vars(story) | {"id": rule.id, "severity": rule.severity})
+
+
+def _scenario(result: ScenarioResult, include_responses: bool) -> dict[str, Any]:
+    transcript = [written(fields.MESSAGE, vars(m)) for m in result.transcript]
+    values = {
+        "id": result.scenario.id,
+        "description": result.scenario.description,
+        "status": result.status,
+        "duration_ms": result.duration_ms,
+        "model_calls": result.model_calls,
+        "probes": [_probe(result, p, include_responses) for p in result.probes],
+        "transcript": transcript if include_responses else None,
+    }
+    return written(fields.SCENARIO, values)
+
+
+def _policy(result: RunResult) -> dict[str, Any] | None:
+    """The policy of a run with repeats (None without)."""
     policy = result.policy
-    drift = {"drift": _drift(result)}
     if not policy.repeated:
-        return drift
+        return None
     odds = policy_odds(result)  # None: a saved report's policy that no design fits
-    rendered: dict[str, Any] = {
-        "repeat": policy.repeat,
-        "minPassRate": policy.min_pass_rate,
+    values = vars(policy) | {
         "inconclusive": "pass" if policy.inconclusive_passes else "fail",
-        **({"probes": policy.probes} if policy.probes is not None else {}),
-        "holdsAt": policy.holds_at,
-        "driftedAt": policy.drifted_at,
+        "seed": result.seed,
+        "temperature": result.temperature,
+        "identical_answers": identical_answers(result),
+        "max_repeat": None,
     }
     if odds is not None:
-        rendered |= {
-            "suiteRedWhenHolding": odds.red_when_holding,
-            "caughtWhenDrifted": odds.caught,
-        }
-    rendered |= {
-        **({"seed": result.seed} if result.seed is not None else {}),
-        "temperature": result.temperature,
-        "identicalAnswers": identical_answers(result),
-    }
+        values |= {"red_when_holding": odds.red_when_holding, "caught": odds.caught}
     if policy.repeat == "auto":
         cap = odds.cap if odds is not None else policy.max_repeat
-        rendered |= {
-            **({"maxRepeat": cap} if cap is not None else {}),
-            "capDerived": policy.max_repeat is None,
-            "alpha": policy.alpha,
-            "beta": policy.beta,
-        }
-    return {"policy": rendered, **drift}
+        values |= {"max_repeat": cap, "cap_derived": policy.max_repeat is None}
+    else:
+        values |= {"alpha": None, "beta": None}
+    return written(fields.POLICY, values)
 
 
 def _drift(result: RunResult) -> list[dict[str, Any]]:
     return [
-        {
-            "rule": curve.rule.id,
-            "firstBrokenAt": curve.first_broken,
-            "boundaries": [
-                {
-                    "afterTurn": cell.after_turn,
-                    "runs": cell.rate.runs,
-                    "passes": cell.rate.passes,
-                    "passRate": round(cell.rate.rate, 6),
-                    "low": round(cell.rate.low, 6),
-                    "high": round(cell.rate.high, 6),
-                    "status": cell.status,
-                }
-                for cell in curve.cells
-            ],
-        }
+        written(
+            fields.DRIFT,
+            {
+                "rule": curve.rule.id,
+                "first_broken": curve.first_broken,
+                "cells": [
+                    written(fields.BOUNDARY, vars(cell) | _rounded(cell.rate))
+                    for cell in curve.cells
+                ],
+            },
+        )
         for curve in drift_curve(result)
     ]
 
 
-def _run(run: ProbeRun, include_responses: bool) -> dict[str, Any]:
-    return {
-        "run": run.run,
-        "status": run.status,
-        "durationMs": run.duration_ms,
-        "assertions": [
-            {"type": a.type, "passed": a.passed, "message": a.message} for a in run.assertions
-        ],
-        "response": _response(run.response, include_responses),
-        "error": run.error,
-        "prompt": run.prompt,
-        "seed": run.seed,
+def _rounded(rate: PassRate) -> dict[str, object]:
+    """A pass rate's values, the rate and its interval rounded to 6 places."""
+    return vars(rate) | {
+        "rate": round(rate.rate, 6),
+        "low": round(rate.low, 6),
+        "high": round(rate.high, 6),
     }
+
+
+def _assertions(results: tuple[AssertionResult, ...]) -> list[dict[str, Any]]:
+    return [written(fields.ASSERTION, vars(a)) for a in results]
+
+
+def _run(run: ProbeRun, include_responses: bool) -> dict[str, Any]:
+    values = vars(run) | {
+        "assertions": _assertions(run.assertions),
+        "response": _response(run.response, include_responses),
+    }
+    return written(fields.RUN, values)
 
 
 def _repeated(result: ProbeResult, include_responses: bool) -> dict[str, Any]:
     if not result.runs:
         return {}
+    wordings = by_paraphrase(result)
     rate = pass_rate(result.passes, len(result.runs))
     return {
         "runs": [_run(run, include_responses) for run in result.runs],
-        "passRate": {
-            "passes": rate.passes,
-            "runs": rate.runs,
-            "rate": round(rate.rate, 6),
-            "low": round(rate.low, 6),
-            "high": round(rate.high, 6),
-        },
-        **({"decidedBy": result.decided_by} if result.decided_by else {}),
-        **(
-            {"paraphrases": [{"prompt": i, "passes": k, "runs": n} for i, k, n in wordings]}
-            if (wordings := by_paraphrase(result))
-            else {}
-        ),
+        "pass_rate": written(fields.PASS_RATE, _rounded(rate)),
+        "paraphrases": [
+            written(fields.PARAPHRASE, {"prompt": i, "passes": k, "runs": n})
+            for i, k, n in wordings
+        ]
+        or None,
     }
 
 
@@ -218,32 +185,29 @@ def _probe(
     scenario: ScenarioResult, result: ProbeResult, include_responses: bool
 ) -> dict[str, Any]:
     probe = result.probe
-    flags = probe_flags(scenario, result)
-    return {
+    values = {
         "id": probe.id,
         "rule": probe.rule.id,
         "severity": probe.rule.severity,
-        "afterTurn": probe.after_turn,
+        "after_turn": probe.after_turn,
         "status": result.status,
-        "durationMs": result.duration_ms,
-        "assertions": [
-            {"type": a.type, "passed": a.passed, "message": a.message} for a in result.assertions
-        ],
+        "duration_ms": result.duration_ms,
+        "assertions": _assertions(result.assertions),
         "response": _response(result.response, include_responses),
         "error": result.error,
         "metadata": _plain(result.response.metadata) if result.response else {},
+        "decided_by": result.decided_by or None,
+        "flags": list(probe_flags(scenario, result)) or None,
         **_repeated(result, include_responses),
-        **({"flags": list(flags)} if flags else {}),
     }
+    return written(fields.PROBE, values)
 
 
 def _response(response: Response | None, include_responses: bool) -> dict[str, Any] | None:
     if response is None:
         return None
-    rendered: dict[str, Any] = {"sha256": response.sha256, "length": response.length}
-    if include_responses:
-        rendered["text"] = response.text
-    return rendered
+    values = vars(response)
+    return written(fields.RESPONSE, values if include_responses else values | {"text": None})
 
 
 def _plain(value: object) -> Any:

@@ -1,0 +1,254 @@
+"""The fields of the JSON report, each named once: the writer (`json_report`) takes its keys and
+their order from these tables and the reader (`json_load`) takes the same keys back to the same
+attributes, so adding a field to the report is one row here (and its line in the schema).
+
+Each object of the report is a tuple of `Field`s in the order the writer writes them. A field's
+type and range live in `ruledrift/schemas/ruledrift-report.schema.json`, the single validator the
+reader applies before it uses any value (tests/results/test_fields.py holds the tables and the
+schema's `properties` to the same keys). What the reader checks beyond the schema is a column
+here only where it reads the table for it (`agrees`: a summary count the probes must repeat).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of one object: its JSON `key`, the Python `attribute` it is written from and
+    read back to (a dataclass field of `ruledrift.data`, or the name of a value the writer
+    computes), whether it may be left out (`optional`: written only when it has a value, None
+    counting as none), whether a report written before the field may lack it (`older`: always
+    written, but not required by the schema), and (summary only) whether the reader checks that
+    the probes agree with it (`agrees`; a missing optional count is 0)."""
+
+    key: str
+    attribute: str
+    optional: bool = False
+    agrees: bool = False
+    older: bool = False  # reports written before this field lack it: the schema does not require it
+
+    @property
+    def required(self) -> bool:
+        """Whether every report holds it (the schema requires it)."""
+        return not (self.optional or self.older)
+
+
+def _fields(*rows: tuple[str, str] | Field) -> tuple[Field, ...]:
+    return tuple(row if isinstance(row, Field) else Field(*row) for row in rows)
+
+
+REPORT = _fields(
+    ("reportVersion", "report_version"),
+    ("tool", "tool"),
+    ("suite", "suite"),
+    ("target", "target"),
+    ("startedAt", "started_at"),
+    ("durationMs", "duration_ms"),
+    ("responsesIncluded", "responses_included"),
+    ("summary", "summary"),
+    ("scenarios", "scenarios"),
+    Field("policy", "policy", optional=True),  # a run with repeats
+    Field("drift", "drift", older=True),
+    Field("rules", "rules", older=True),
+)
+TOOL = _fields(("name", "name"), ("version", "version"))
+SUITE = _fields(
+    ("name", "name"),
+    ("config", "path"),
+    ("configSha256", "sha256"),
+    Field("shard", "shard", optional=True),
+    Field("balancedBy", "balanced_by", optional=True),
+)
+SHARD = _fields(  # ShardInfo
+    ("index", "index"),
+    ("total", "total"),
+    ("scenarios", "scenarios"),
+    ("rules", "rules"),
+    Field("assigned", "assigned", optional=True),  # None: an older report's
+    Field("source", "source", older=True),
+)
+BALANCE = _fields(  # Balance
+    ("report", "report"),
+    ("configSha256", "config_sha256"),
+    ("startedAt", "started_at"),
+)
+TARGET = _fields(("adapter", "adapter"), ("model", "model"), ("details", "details"))  # TargetInfo
+SUMMARY = _fields(  # counts of the probes' verdicts (`json_report.summary_values`)
+    Field("status", "status", agrees=True),
+    Field("scenarios", "scenarios", agrees=True),
+    Field("probes", "probes", agrees=True),
+    Field("passed", "passed", agrees=True),
+    Field("failed", "failed", agrees=True),
+    Field("errors", "errors", agrees=True),
+    Field("modelCalls", "model_calls", agrees=True),
+    ("interrupted", "interrupted"),  # RunResult.interrupted
+    Field("suspicious", "suspicious", older=True),
+    Field("inconclusive", "inconclusive", optional=True, agrees=True),  # when not 0
+)
+POLICY = _fields(  # VerdictPolicy, the run's seed and temperature, the design's odds
+    ("repeat", "repeat"),
+    ("minPassRate", "min_pass_rate"),
+    ("inconclusive", "inconclusive"),  # "pass" or "fail": VerdictPolicy.inconclusive_passes
+    Field("probes", "probes", optional=True),
+    Field("holdsAt", "holds_at", older=True),
+    Field("driftedAt", "drifted_at", older=True),
+    Field("suiteRedWhenHolding", "red_when_holding", optional=True),  # when a design fits
+    Field("caughtWhenDrifted", "caught", optional=True),
+    Field("seed", "seed", optional=True),  # RunResult.seed
+    Field("temperature", "temperature", older=True),  # RunResult.temperature
+    Field("identicalAnswers", "identical_answers", older=True),
+    Field("maxRepeat", "max_repeat", optional=True),  # `--repeat auto` only, from here on
+    Field("capDerived", "cap_derived", optional=True),
+    Field("alpha", "alpha", optional=True),
+    Field("beta", "beta", optional=True),
+)
+DRIFT = _fields(("rule", "rule"), ("firstBrokenAt", "first_broken"), ("boundaries", "cells"))
+BOUNDARY = _fields(  # a cell of the drift curve
+    ("afterTurn", "after_turn"),
+    ("runs", "runs"),
+    ("passes", "passes"),
+    ("passRate", "rate"),
+    ("low", "low"),
+    ("high", "high"),
+    ("status", "status"),
+)
+RULE = _fields(  # a rule's story
+    ("id", "id"),
+    ("severity", "severity"),
+    ("story", "story"),
+    ("heldAt", "held_at"),
+    ("brokenAt", "broken_at"),
+)
+SCENARIO = _fields(  # ScenarioResult
+    ("id", "id"),
+    Field("description", "description", optional=True),
+    ("status", "status"),
+    ("durationMs", "duration_ms"),
+    ("modelCalls", "model_calls"),
+    ("probes", "probes"),
+    Field("transcript", "transcript", optional=True),  # with the answers only
+)
+MESSAGE = _fields(("role", "role"), ("content", "content"))  # Message
+PROBE = _fields(  # ProbeResult
+    ("id", "id"),
+    ("rule", "rule"),
+    ("severity", "severity"),
+    ("afterTurn", "after_turn"),
+    ("status", "status"),
+    ("durationMs", "duration_ms"),
+    ("assertions", "assertions"),
+    ("response", "response"),
+    ("error", "error"),
+    ("metadata", "metadata"),  # the adapter's, as it gave it (free-form)
+    Field("runs", "runs", optional=True),  # with repeats, from here on
+    Field("passRate", "pass_rate", optional=True),
+    Field("decidedBy", "decided_by", optional=True),
+    Field("paraphrases", "paraphrases", optional=True),
+    Field("flags", "flags", optional=True),
+)
+RUN = _fields(  # ProbeRun
+    ("run", "run"),
+    ("status", "status"),
+    ("durationMs", "duration_ms"),
+    ("assertions", "assertions"),
+    ("response", "response"),
+    ("error", "error"),
+    ("prompt", "prompt"),
+    ("seed", "seed"),
+)
+PASS_RATE = _fields(  # PassRate
+    ("passes", "passes"),
+    ("runs", "runs"),
+    ("rate", "rate"),
+    ("low", "low"),
+    ("high", "high"),
+)
+PARAPHRASE = _fields(("prompt", "prompt"), ("passes", "passes"), ("runs", "runs"))
+ASSERTION = _fields(("type", "type"), ("passed", "passed"), ("message", "message"))
+RESPONSE = _fields(  # Response
+    ("sha256", "sha256"),
+    ("length", "length"),
+    Field("text", "text", optional=True),  # with the answers only
+)
+
+OBJECTS: Mapping[str, tuple[Field, ...]] = {
+    "report": REPORT,
+    "tool": TOOL,
+    "suite": SUITE,
+    "shard": SHARD,
+    "balancedBy": BALANCE,
+    "target": TARGET,
+    "summary": SUMMARY,
+    "policy": POLICY,
+    "drift": DRIFT,
+    "boundary": BOUNDARY,
+    "rule": RULE,
+    "scenario": SCENARIO,
+    "message": MESSAGE,
+    "probe": PROBE,
+    "run": RUN,
+    "passRate": PASS_RATE,
+    "paraphrase": PARAPHRASE,
+    "assertion": ASSERTION,
+    "response": RESPONSE,
+}
+"""Every object of the report by a name of its own (the test matches each to the schema)."""
+
+
+def written(fields: tuple[Field, ...], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The object `values` (by attribute) describe, keyed and ordered as `fields` say: an
+    optional field without a value (missing, or None) is left out; a missing required one is a
+    bug (KeyError)."""
+    return {
+        field.key: values[field.attribute]
+        for field in fields
+        if not field.optional or values.get(field.attribute) is not None
+    }
+
+
+Reader = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def reader(fields: tuple[Field, ...]) -> Reader:
+    """A function that reads an object of `fields` the schema has checked to its values by
+    attribute: every field it holds, and no key the table does not name (a newer RuleDrift's).
+    Made once a table: it reads the required fields in one step (`itemgetter`), as fast as
+    reading them one by one was."""
+    required = [field for field in fields if field.required]
+    others = tuple((field.key, field.attribute) for field in fields if not field.required)
+    attributes = tuple(field.attribute for field in required)
+    getter = operator.itemgetter(*(field.key for field in required))
+    get: Callable[[Mapping[str, Any]], tuple[Any, ...]] = (
+        getter if len(required) > 1 else lambda rendered: (getter(rendered),)
+    )
+
+    def read(rendered: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(zip(attributes, get(rendered)))  # noqa: B905 (the getter gives them all)
+
+    def read_others(rendered: Mapping[str, Any]) -> dict[str, Any]:
+        values = read(rendered)
+        for key, attribute in others:
+            if key in rendered:
+                values[attribute] = rendered[key]
+        return values
+
+    return read_others if others else read
+
+
+def builder(fields: tuple[Field, ...], into: Callable[..., T]) -> Callable[[Mapping[str, Any]], T]:
+    """A function that makes `into` (a dataclass whose fields are, in order, the attributes of
+    `fields`, all required) from an object the schema has checked, passing the values by
+    position: the reader's fastest path, for its most numerous objects."""
+    names = [field.name for field in dataclasses.fields(into)]  # type: ignore[arg-type]
+    if not all(f.required for f in fields) or names[: len(fields)] != [f.attribute for f in fields]:
+        raise TypeError(f"{into} does not take {[f.attribute for f in fields]} in that order")
+    getter = operator.itemgetter(*(field.key for field in fields))
+    return lambda rendered: into(*getter(rendered))
