@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import re
 import shlex
-import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Protocol
 
 from ruledrift import __version__
@@ -42,16 +40,6 @@ CHART_MAX_RULES = 12  # lines in the drift chart; more would be a tangle
 CHART_NAME_MAX_CHARS = 200  # a rule id in the list below the chart
 
 _SYMBOLS: dict[Status, str] = {"passed": "✅", "failed": "❌", "error": "⚠️", "inconclusive": "❔"}
-
-
-def append_summary(path: Path, text: str) -> None:
-    """Append to $GITHUB_STEP_SUMMARY. A failure is reported on stderr and changes nothing else:
-    the summary is a view of the run, not its verdict."""
-    try:
-        with path.open("a", encoding="utf-8") as file:
-            file.write(text)
-    except OSError as error:
-        sys.stderr.write(f"ruledrift: warning: cannot write the job summary {path}: {error}\n")
 
 
 def render_summary(
