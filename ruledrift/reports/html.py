@@ -21,6 +21,13 @@ from dataclasses import dataclass
 
 from ruledrift import __version__
 from ruledrift.data import ProbeResult, ProbeRun, Response, RunResult, ScenarioResult, Status
+from ruledrift.reports.sentences import (
+    DID_NOT_RUN,
+    INTERRUPTED,
+    policy_rule,
+    runs_passed,
+    status_verdict,
+)
 from ruledrift.results.findings import (
     FLAG_TEXT,
     DriftCell,
@@ -28,7 +35,6 @@ from ruledrift.results.findings import (
     RuleStory,
     drift_curve,
     independence_warnings,
-    policy_cap,
     policy_promise,
     probe_flags,
     rule_stories,
@@ -43,12 +49,6 @@ RUNS_LISTED = 20  # runs that did not pass, listed per probe
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 _SYMBOLS: dict[Status, str] = {"passed": "✓", "failed": "✗", "error": "⚠", "inconclusive": "?"}
-_VERDICTS: dict[Status, str] = {
-    "passed": "Passed: every probe kept its rule",
-    "failed": "Failed: the target broke a rule",
-    "error": "Error: some probes could not be run, so the verdict is incomplete",
-    "inconclusive": "Inconclusive: some probes were not decided within the run cap",
-}
 _STORY_CLASS = {
     "held": "passed",
     "drifted": "failed",
@@ -170,14 +170,13 @@ def _verdict_word(result: RunResult) -> str:
 
 def _header(result: RunResult) -> Html:
     status = result.status
-    verdict = _VERDICTS[status]
-    if status == "inconclusive" and result.policy.inconclusive_passes:
-        verdict += " (--inconclusive pass: they do not fail the run)"
+    stated = status_verdict(result)
+    verdict = f"{stated.word.capitalize()}: {stated.reason}"
     if _did_not_run(result):
-        verdict = "Did not run: no model call was made and every probe errored"
+        verdict = f"Did not run: {DID_NOT_RUN}"
     notes = []
     if result.interrupted:
-        notes.append(_note("warning", "Interrupted: the run was stopped; results are partial."))
+        notes.append(_note("warning", f"Interrupted: {INTERRUPTED}."))
     if _did_not_run(result):
         errors = dict.fromkeys(p.error or "could not be run" for p in result.probes)
         notes += [_note("error", f"Cause: {_cut(e)}") for e in list(errors)[:3]]
@@ -243,22 +242,9 @@ def _counts(result: RunResult) -> Html:
 
 def _policy_line(result: RunResult) -> Html | None:
     """The repeat policy, only when the probes ran more than once."""
-    policy = result.policy
-    if not policy.repeated:
+    if not result.policy.repeated:
         return None
-    if policy.repeat == "auto":
-        words = (
-            f"--repeat auto: each probe ran until a sequential test decided between a pass rate "
-            f"of at least {policy.holds_at:.0%} (holds) and at most {policy.drifted_at:.0%} "
-            f"(drifted){policy_cap(result)}"
-        )
-    elif policy.min_pass_rate is not None:
-        words = (
-            f"--repeat {policy.repeat}: a probe passes when at least "
-            f"{policy.min_pass_rate:.0%} of its runs pass"
-        )
-    else:
-        words = f"--repeat {policy.repeat}: a probe passes only if every run passes"
+    words = policy_rule(result)
     promise = policy_promise(result)
     if promise is not None:
         words = f"{words}. {promise[0]}"
@@ -601,7 +587,7 @@ def _probe_card(scenario: ScenarioResult, result: ProbeResult, include_responses
 
 def _probe_title(scenario: ScenarioResult, result: ProbeResult) -> Html:
     probe = result.probe
-    runs = f" · {result.passes}/{len(result.runs)} runs passed" if result.runs else ""
+    runs = f" · {runs_passed(result)}" if result.runs else ""
     return el(
         "h3",
         el("span", f"{_SYMBOLS[result.status]} {result.status}", class_=f"badge {result.status}"),

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from ruledrift import __version__
 from ruledrift.data import ProbeResult, RunResult, Status, VerdictPolicy
+from ruledrift.reports.sentences import TARGET_DID_NOT_START, policy_rule, run_verdict
 from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, plan_annotations
 from ruledrift.results.findings import (
     FLAG_TEXT,
@@ -22,7 +23,6 @@ from ruledrift.results.findings import (
     attempt_odds,
     drift_curve,
     independence_warnings,
-    policy_cap,
     policy_promise,
     rule_stories,
     share_words,
@@ -79,12 +79,6 @@ _CUT_NOTE = (
     "The log lists every probe; `--json` writes the full report.\n\n"
 )
 _CUT_NOTE_BYTES = 1024  # the note above, and room for the tables' own notes
-_VERDICTS: dict[Status, str] = {
-    "passed": "✅ RuleDrift: passed, every probe kept its rule",
-    "failed": "❌ RuleDrift: failed, the target broke a rule",
-    "error": "⚠️ RuleDrift: error, some probes could not be run, so the verdict is incomplete",
-    "inconclusive": "❔ RuleDrift: inconclusive, some probes were not decided within the run cap",
-}
 
 
 class _Section(Protocol):
@@ -122,12 +116,10 @@ class _Table:
 
 def _head(result: RunResult, config: str) -> str:
     target = result.target
-    verdict = _VERDICTS[result.status]
-    if result.interrupted:
-        verdict = "⏹️ RuleDrift: interrupted, the run was stopped and the results are partial"
+    verdict = _verdict(result)
     cause = _not_started(result)
     if cause is not None:
-        verdict = "⛔ RuleDrift did not run: the target could not start"
+        verdict = f"⛔ RuleDrift did not run: {TARGET_DID_NOT_START}"
     what = f"{markdown(target.adapter)} adapter"
     if target.model:
         what += f", model {_code(target.model)}"
@@ -167,6 +159,13 @@ def _head(result: RunResult, config: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _verdict(result: RunResult) -> str:
+    """`❌ RuleDrift: failed, the target broke a rule`."""
+    verdict = run_verdict(result)
+    symbol = "⏹️" if result.interrupted else _SYMBOLS[result.status]
+    return f"{symbol} RuleDrift: {verdict.word}, {verdict.reason}"
+
+
 def _rerun_note(result: RunResult, attempt: int) -> str:
     """On attempt k > 1 of a workflow run: how often a drifted rule gets through one attempt and
     at least one of k (and of k + 1), computed for this run's policy and probes."""
@@ -193,21 +192,9 @@ def _policy_words(result: RunResult) -> str:
 
 
 def _policy_rule(result: RunResult) -> str:
-    policy = result.policy
     undecided = result.count("inconclusive")
     tail = f"; ❔ {undecided} inconclusive" if undecided else ""
-    if policy.repeat == "auto":
-        return (
-            f"`--repeat auto`: each probe ran until a sequential test decided between a pass "
-            f"rate of at least {policy.holds_at:.0%} (holds) and at most {policy.drifted_at:.0%} "
-            f"(drifted){policy_cap(result)}{tail}"
-        )
-    if policy.min_pass_rate is not None:
-        return (
-            f"`--repeat {policy.repeat}`: a probe passes when at least "
-            f"{policy.min_pass_rate:.0%} of its runs pass{tail}"
-        )
-    return f"`--repeat {policy.repeat}`: a probe passes only if every run passes{tail}"
+    return policy_rule(result, code=lambda option: f"`{option}`") + tail
 
 
 def _not_started(result: RunResult) -> str | None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ruledrift import __version__
 from ruledrift.data import ProbeResult, RunResult, ScenarioResult, Status, Suite
+from ruledrift.reports.sentences import counts, run_verdict, runs_passed
 from ruledrift.results.findings import (
     FLAG_TEXT,
     by_paraphrase,
@@ -95,30 +96,18 @@ def render_ending(result: RunResult, options: TerminalOptions) -> str:
     lines.append(summary_line(result))
     lines += [terminal_safe(line) for line in repeats_lines(result)]
     lines += [f"warning: {terminal_safe(w)}" for w in independence_warnings(result)]
-    verdict = {
-        "passed": "PASSED: every probe kept its rule",
-        "failed": "FAILED: the target broke a rule",
-        "error": "ERROR: some probes could not be run, so the verdict is incomplete",
-        "inconclusive": (
-            "INCONCLUSIVE: some probes were not decided within the run cap"
-            + (" (--inconclusive pass)" if result.policy.inconclusive_passes else "")
-        ),
-    }[result.status]
-    if result.interrupted:
-        verdict = "INTERRUPTED: the run was stopped; results are partial"
-    lines.append(_paint(verdict, _COLOURS[result.status], options))
+    verdict = run_verdict(result)
+    lines.append(
+        _paint(f"{verdict.word.upper()}: {verdict.reason}", _COLOURS[result.status], options)
+    )
     return "\n".join(lines) + "\n"
 
 
 def summary_line(result: RunResult) -> str:
-    probes = len(result.probes)
-    undecided = result.count("inconclusive")
-    inconclusive = f", {undecided} inconclusive" if undecided else ""
     repeats = f" · --repeat {result.policy.repeat}" if result.policy.repeated else ""
     return (
-        f"{probes} probe(s): {result.count('passed')} passed, {result.count('failed')} failed, "
-        f"{result.count('error')} error(s){inconclusive} · {len(result.scenarios)} scenario(s)"
-        f"{repeats} · {result.model_calls} model call(s) · {result.duration_ms / 1000:.2f} s"
+        f"{counts(result)} · {len(result.scenarios)} scenario(s){repeats} · "
+        f"{result.model_calls} model call(s) · {result.duration_ms / 1000:.2f} s"
     )
 
 
@@ -165,7 +154,7 @@ def _probe_lines(
     ]
     indent = " " * 9
     if result.runs:
-        lines[0] += f"  {result.passes}/{len(result.runs)} runs passed"
+        lines[0] += f"  {runs_passed(result)}"
         errors = sum(1 for run in result.runs if run.status == "error")
         if errors:
             lines[0] += f", {errors} could not be made"
