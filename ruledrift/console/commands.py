@@ -20,14 +20,13 @@ from ruledrift.app.options import OptionError, as_flags
 from ruledrift.console import github, output
 from ruledrift.console.not_run import render_not_run_annotations, render_not_run_summary
 from ruledrift.console.pull_progress import PullProgressPrinter
+from ruledrift.console.run_progress import Progress
 from ruledrift.data import ProbeResult, RunResult, Scenario, ScenarioResult, Suite, VerdictPolicy
 from ruledrift.errors import ConfigError, RuleDriftError, UsageError
 from ruledrift.ollama.api import PullProgress
 from ruledrift.reports import workflow_commands
 from ruledrift.reports.comparison import render_comparison_text
-from ruledrift.reports.job_summary import append_summary
 from ruledrift.reports.terminal import (
-    Progress,
     TerminalOptions,
     header,
     render_ending,
@@ -243,7 +242,7 @@ def show_failure(error: RuleDriftError, environ: Mapping[str, str]) -> None:
     for line in render_not_run_annotations(error, environ.get("GITHUB_WORKSPACE")):
         output.command(line)
     if environ.get("GITHUB_STEP_SUMMARY"):
-        append_summary(Path(environ["GITHUB_STEP_SUMMARY"]), render_not_run_summary(error))
+        github.append_summary(Path(environ["GITHUB_STEP_SUMMARY"]), render_not_run_summary(error))
 
 
 def report(request: saved.ReportRequest, display: Display, environ: Mapping[str, str]) -> int:

@@ -1,8 +1,11 @@
 """GitHub Actions output: a run's annotations (through the caller's `emit`) and job summary, a
-comparison in the job summary, and single annotations for the front-ends."""
+comparison in the job summary, and single annotations for the front-ends. The files GitHub names
+(the job summary, the workspace an annotation's path is relative to) are read and written here;
+`reports/` only renders the text."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -13,14 +16,9 @@ from ruledrift.reports.comparison import render_comparison_markdown
 from ruledrift.reports.job_summary import (
     SUMMARY_MAX_BYTES,
     SUMMARY_MIN_BYTES,
-    append_summary,
     render_summary,
 )
-from ruledrift.reports.workflow_commands import (
-    annotation_file,
-    render_annotations,
-    workflow_command,
-)
+from ruledrift.reports.workflow_commands import render_annotations, workflow_command
 from ruledrift.results.comparison import ComparisonResult
 
 
@@ -55,6 +53,29 @@ def publish(
         attempt=run_attempt(environ),
     )
     append_summary(path, summary)
+
+
+def annotation_file(config: Path, workspace: str | None, cwd: Path | None = None) -> str:
+    """The config's path as GitHub resolves annotation files: relative to the workspace (the
+    repository root) when it is inside it, else as given."""
+    if workspace:
+        here = cwd or Path.cwd()
+        path, root = (Path(os.path.normpath(here / p)) for p in (config, Path(workspace)))
+        if not path.is_relative_to(root):  # maybe through a symbolic link (/tmp → /private/tmp)
+            path, root = path.resolve(), root.resolve()
+        if path.is_relative_to(root) and path != root:
+            return path.relative_to(root).as_posix()
+    return config.as_posix()
+
+
+def append_summary(path: Path, text: str) -> None:
+    """Append to $GITHUB_STEP_SUMMARY. A failure is reported on stderr and changes nothing else:
+    the summary is a view of the run, not its verdict."""
+    try:
+        with path.open("a", encoding="utf-8") as file:
+            file.write(text)
+    except OSError as error:
+        sys.stderr.write(f"ruledrift: warning: cannot write the job summary {path}: {error}\n")
 
 
 def run_attempt(environ: Mapping[str, str]) -> int:

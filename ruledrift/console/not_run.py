@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ruledrift.console.github import annotation_file
 from ruledrift.errors import MAX_SHOWN_ISSUES, ConfigError, RuleDriftError
 from ruledrift.reports.workflow_commands import (
     ANNOTATIONS_PER_LEVEL,
     MESSAGE_MAX_CHARS,
-    annotation_file,
     workflow_command,
 )
 from ruledrift.text import cut_text, markdown_inline, terminal_safe

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import re
 import shlex
-import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Protocol
 
 from ruledrift import __version__
 from ruledrift.data import ProbeResult, RunResult, Status, VerdictPolicy
+from ruledrift.reports.sentences import TARGET_DID_NOT_START, policy_rule, run_verdict
 from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, plan_annotations
 from ruledrift.results.findings import (
     FLAG_TEXT,
@@ -24,7 +23,6 @@ from ruledrift.results.findings import (
     attempt_odds,
     drift_curve,
     independence_warnings,
-    policy_cap,
     policy_promise,
     rule_stories,
     share_words,
@@ -42,16 +40,6 @@ CHART_MAX_RULES = 12  # lines in the drift chart; more would be a tangle
 CHART_NAME_MAX_CHARS = 200  # a rule id in the list below the chart
 
 _SYMBOLS: dict[Status, str] = {"passed": "✅", "failed": "❌", "error": "⚠️", "inconclusive": "❔"}
-
-
-def append_summary(path: Path, text: str) -> None:
-    """Append to $GITHUB_STEP_SUMMARY. A failure is reported on stderr and changes nothing else:
-    the summary is a view of the run, not its verdict."""
-    try:
-        with path.open("a", encoding="utf-8") as file:
-            file.write(text)
-    except OSError as error:
-        sys.stderr.write(f"ruledrift: warning: cannot write the job summary {path}: {error}\n")
 
 
 def render_summary(
@@ -91,12 +79,6 @@ _CUT_NOTE = (
     "The log lists every probe; `--json` writes the full report.\n\n"
 )
 _CUT_NOTE_BYTES = 1024  # the note above, and room for the tables' own notes
-_VERDICTS: dict[Status, str] = {
-    "passed": "✅ RuleDrift: passed, every probe kept its rule",
-    "failed": "❌ RuleDrift: failed, the target broke a rule",
-    "error": "⚠️ RuleDrift: error, some probes could not be run, so the verdict is incomplete",
-    "inconclusive": "❔ RuleDrift: inconclusive, some probes were not decided within the run cap",
-}
 
 
 class _Section(Protocol):
@@ -134,12 +116,10 @@ class _Table:
 
 def _head(result: RunResult, config: str) -> str:
     target = result.target
-    verdict = _VERDICTS[result.status]
-    if result.interrupted:
-        verdict = "⏹️ RuleDrift: interrupted, the run was stopped and the results are partial"
+    verdict = _verdict(result)
     cause = _not_started(result)
     if cause is not None:
-        verdict = "⛔ RuleDrift did not run: the target could not start"
+        verdict = f"⛔ RuleDrift did not run: {TARGET_DID_NOT_START}"
     what = f"{markdown(target.adapter)} adapter"
     if target.model:
         what += f", model {_code(target.model)}"
@@ -179,6 +159,13 @@ def _head(result: RunResult, config: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _verdict(result: RunResult) -> str:
+    """`❌ RuleDrift: failed, the target broke a rule`."""
+    verdict = run_verdict(result)
+    symbol = "⏹️" if result.interrupted else _SYMBOLS[result.status]
+    return f"{symbol} RuleDrift: {verdict.word}, {verdict.reason}"
+
+
 def _rerun_note(result: RunResult, attempt: int) -> str:
     """On attempt k > 1 of a workflow run: how often a drifted rule gets through one attempt and
     at least one of k (and of k + 1), computed for this run's policy and probes."""
@@ -205,21 +192,9 @@ def _policy_words(result: RunResult) -> str:
 
 
 def _policy_rule(result: RunResult) -> str:
-    policy = result.policy
     undecided = result.count("inconclusive")
     tail = f"; ❔ {undecided} inconclusive" if undecided else ""
-    if policy.repeat == "auto":
-        return (
-            f"`--repeat auto`: each probe ran until a sequential test decided between a pass "
-            f"rate of at least {policy.holds_at:.0%} (holds) and at most {policy.drifted_at:.0%} "
-            f"(drifted){policy_cap(result)}{tail}"
-        )
-    if policy.min_pass_rate is not None:
-        return (
-            f"`--repeat {policy.repeat}`: a probe passes when at least "
-            f"{policy.min_pass_rate:.0%} of its runs pass{tail}"
-        )
-    return f"`--repeat {policy.repeat}`: a probe passes only if every run passes{tail}"
+    return policy_rule(result, code=lambda option: f"`{option}`") + tail
 
 
 def _not_started(result: RunResult) -> str | None:

@@ -1,13 +1,12 @@
-"""The terminal report and the progress line. Renders finished results; decides nothing."""
+"""The terminal report. Renders finished results; decides nothing, prints nothing."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import TextIO
 
 from ruledrift import __version__
-from ruledrift.data import ProbeResult, RunResult, Scenario, ScenarioResult, Status, Suite
+from ruledrift.data import ProbeResult, RunResult, ScenarioResult, Status, Suite
+from ruledrift.reports.sentences import counts, run_verdict, runs_passed
 from ruledrift.results.findings import (
     FLAG_TEXT,
     by_paraphrase,
@@ -97,30 +96,18 @@ def render_ending(result: RunResult, options: TerminalOptions) -> str:
     lines.append(summary_line(result))
     lines += [terminal_safe(line) for line in repeats_lines(result)]
     lines += [f"warning: {terminal_safe(w)}" for w in independence_warnings(result)]
-    verdict = {
-        "passed": "PASSED: every probe kept its rule",
-        "failed": "FAILED: the target broke a rule",
-        "error": "ERROR: some probes could not be run, so the verdict is incomplete",
-        "inconclusive": (
-            "INCONCLUSIVE: some probes were not decided within the run cap"
-            + (" (--inconclusive pass)" if result.policy.inconclusive_passes else "")
-        ),
-    }[result.status]
-    if result.interrupted:
-        verdict = "INTERRUPTED: the run was stopped; results are partial"
-    lines.append(_paint(verdict, _COLOURS[result.status], options))
+    verdict = run_verdict(result)
+    lines.append(
+        _paint(f"{verdict.word.upper()}: {verdict.reason}", _COLOURS[result.status], options)
+    )
     return "\n".join(lines) + "\n"
 
 
 def summary_line(result: RunResult) -> str:
-    probes = len(result.probes)
-    undecided = result.count("inconclusive")
-    inconclusive = f", {undecided} inconclusive" if undecided else ""
     repeats = f" · --repeat {result.policy.repeat}" if result.policy.repeated else ""
     return (
-        f"{probes} probe(s): {result.count('passed')} passed, {result.count('failed')} failed, "
-        f"{result.count('error')} error(s){inconclusive} · {len(result.scenarios)} scenario(s)"
-        f"{repeats} · {result.model_calls} model call(s) · {result.duration_ms / 1000:.2f} s"
+        f"{counts(result)} · {len(result.scenarios)} scenario(s){repeats} · "
+        f"{result.model_calls} model call(s) · {result.duration_ms / 1000:.2f} s"
     )
 
 
@@ -167,7 +154,7 @@ def _probe_lines(
     ]
     indent = " " * 9
     if result.runs:
-        lines[0] += f"  {result.passes}/{len(result.runs)} runs passed"
+        lines[0] += f"  {runs_passed(result)}"
         errors = sum(1 for run in result.runs if run.status == "error")
         if errors:
             lines[0] += f", {errors} could not be made"
@@ -185,40 +172,3 @@ def _probe_lines(
     if shown and result.response is not None:
         lines.append(f"{indent}answer: {preview(result.response.text)}")
     return lines
-
-
-class Progress:
-    """A one-line progress display for a TTY, redrawn at most ten times a second."""
-
-    def __init__(self, stream: TextIO, total_calls: int, total_probes: int) -> None:
-        self._stream = stream
-        self._total_calls = total_calls
-        self._total_probes = total_probes
-        self._calls = 0
-        self._probes = 0
-        self._bad = 0
-        self._drawn = 0.0
-
-    def call_finished(self, scenario: Scenario) -> None:
-        self._calls += 1
-        self._draw()
-
-    def probe_finished(self, scenario: Scenario, result: ProbeResult) -> None:
-        self._probes += 1
-        self._bad += result.status != "passed"
-        self._draw()
-
-    def _draw(self) -> None:
-        now = time.monotonic()
-        if now - self._drawn < 0.1 and self._calls < self._total_calls:
-            return
-        self._drawn = now
-        self._stream.write(
-            f"\r\x1b[2K{self._calls}/{self._total_calls} model calls · "
-            f"{self._probes}/{self._total_probes} probes · {self._bad} not passed"
-        )
-        self._stream.flush()
-
-    def clear(self) -> None:
-        self._stream.write("\r\x1b[2K")
-        self._stream.flush()

@@ -7,11 +7,9 @@ Pure renderings of a finished run; annotations never contain answer text, even w
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections import Counter
 from collections.abc import Mapping
-from pathlib import Path
 
 from ruledrift.data import ProbeResult, RunResult, Severity
 from ruledrift.text import cut_text, escape_data, escape_property, repair_surrogates
@@ -52,19 +50,6 @@ def stop_commands(text: str) -> tuple[str, str, str]:
 
 
 # --- annotations -----------------------------------------------------------------------------
-
-
-def annotation_file(config: Path, workspace: str | None, cwd: Path | None = None) -> str:
-    """The config's path as GitHub resolves annotation files: relative to the workspace (the
-    repository root) when it is inside it, else as given."""
-    if workspace:
-        here = cwd or Path.cwd()
-        path, root = (Path(os.path.normpath(here / p)) for p in (config, Path(workspace)))
-        if not path.is_relative_to(root):  # maybe through a symbolic link (/tmp → /private/tmp)
-            path, root = path.resolve(), root.resolve()
-        if path.is_relative_to(root) and path != root:
-            return path.relative_to(root).as_posix()
-    return config.as_posix()
 
 
 def plan_annotations(result: RunResult) -> tuple[list[Flagged], int]:

@@ -1,4 +1,4 @@
-"""reports/github.py: publishing a run on a runner, annotations to the log then the job summary
+"""console/github.py: publishing a run on a runner, annotations to the log then the job summary
 appended to GITHUB_STEP_SUMMARY within its size limit."""
 
 from __future__ import annotations
@@ -49,3 +49,22 @@ def test_publish_reports_an_unwritable_summary(
     environ = {"GITHUB_STEP_SUMMARY": str(tmp_path / "missing-dir" / "summary.md")}
     github.publish(factories.run_result(), overrides=[], environ=environ, emit=lambda line: None)
     assert "cannot write the job summary" in capsys.readouterr().err
+
+
+# --- the annotations' file -----------------------------------------------------------------
+
+
+def test_annotation_file_is_relative_to_the_workspace(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    (workspace / "suites").mkdir(parents=True)
+    inside = Path("suites/s.json")
+    assert github.annotation_file(inside, str(workspace), cwd=workspace) == "suites/s.json"
+    absolute = workspace / "suites" / "s.json"
+    assert github.annotation_file(absolute, str(workspace), cwd=tmp_path) == "suites/s.json"
+    assert github.annotation_file(Path("repo/./x/../s.json"), str(workspace), tmp_path) == "s.json"
+    outside = tmp_path / "elsewhere.json"
+    assert github.annotation_file(outside, str(workspace), cwd=workspace) == outside.as_posix()
+    assert github.annotation_file(inside, None, cwd=tmp_path) == "suites/s.json"
+    link = tmp_path / "link"
+    link.symlink_to(workspace)
+    assert github.annotation_file(link / "s.json", str(workspace), cwd=tmp_path) == "s.json"

@@ -28,14 +28,10 @@ from ruledrift.data import (
     TargetInfo,
     VerdictPolicy,
 )
-from ruledrift.reports.html import (
-    ANSWER_MAX_CHARS,
-    CSP,
-    SERIES_COLOURS,
-    clean,
-    el,
-    render_html,
-)
+from ruledrift.reports.html import render_html
+from ruledrift.reports.html.chart import SERIES_COLOURS
+from ruledrift.reports.html.markup import clean, el
+from ruledrift.reports.html.page import ANSWER_MAX_CHARS, CSP
 from ruledrift.results.findings import drift_curve
 from ruledrift.run.verdicts import probe_verdict
 from tests.support import results as factories

@@ -4,7 +4,6 @@ blocks, and annotations within GitHub's limits, never with answer text."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -132,21 +131,3 @@ def test_hostile_messages_stay_inside_the_command() -> None:
     assert "\n" not in line[0]
     assert "\r" not in line[0]
     assert parse(line[0])[2] == "a%0A::error::x\r::add-mask::y\n##[error]z"
-
-
-def test_annotation_file_is_relative_to_the_workspace(tmp_path: Path) -> None:
-    workspace = tmp_path / "repo"
-    (workspace / "suites").mkdir(parents=True)
-    inside = Path("suites/s.json")
-    assert commands.annotation_file(inside, str(workspace), cwd=workspace) == "suites/s.json"
-    absolute = workspace / "suites" / "s.json"
-    assert commands.annotation_file(absolute, str(workspace), cwd=tmp_path) == "suites/s.json"
-    assert (
-        commands.annotation_file(Path("repo/./x/../s.json"), str(workspace), tmp_path) == "s.json"
-    )
-    outside = tmp_path / "elsewhere.json"
-    assert commands.annotation_file(outside, str(workspace), cwd=workspace) == outside.as_posix()
-    assert commands.annotation_file(inside, None, cwd=tmp_path) == "suites/s.json"
-    link = tmp_path / "link"
-    link.symlink_to(workspace)
-    assert commands.annotation_file(link / "s.json", str(workspace), cwd=tmp_path) == "s.json"

@@ -7,35 +7,38 @@ No script, no font, no image, no request: inline CSS and SVG only, and a Content
 that forbids anything else. Pure rendering: every verdict shown is the run's (`result.status`,
 each probe's `status`, `findings`). Answers appear only with `include_responses`.
 
-Every string from a suite, a model or a server is hostile. Nothing reaches the page except
-through `el` (tags and attribute names are this module's own; every child that is not markup
-made by `el`, and every attribute value, is cleaned and escaped), so no text can open a tag, an
-attribute, a script or a style. The page is also well-formed XML, which lets tests parse it.
+Every string from a suite, a model or a server is hostile: nothing reaches the page except
+through `markup.el` (see `markup.py`); the drift curve is drawn in `chart.py`.
 """
 
 from __future__ import annotations
 
-import html
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from ruledrift import __version__
 from ruledrift.data import ProbeResult, ProbeRun, Response, RunResult, ScenarioResult, Status
+from ruledrift.reports.html.chart import drift_section
+from ruledrift.reports.html.markup import Child, Html, el
+from ruledrift.reports.sentences import (
+    DID_NOT_RUN,
+    INTERRUPTED,
+    policy_rule,
+    runs_passed,
+    status_verdict,
+)
 from ruledrift.results.findings import (
     FLAG_TEXT,
-    DriftCell,
     RuleDrift,
     RuleStory,
     drift_curve,
     independence_warnings,
-    policy_cap,
     policy_promise,
     probe_flags,
     rule_stories,
     suspicious,
     target_warnings,
 )
-from ruledrift.text import cut_text, terminal_lines, terminal_safe, xml_safe
+from ruledrift.text import cut_text
 
 ANSWER_MAX_CHARS = 20_000  # of one answer on the page; the JSON report keeps it whole
 MESSAGE_MAX_CHARS = 2_000  # of one message (assertion, error, decided_by)
@@ -43,12 +46,6 @@ RUNS_LISTED = 20  # runs that did not pass, listed per probe
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 _SYMBOLS: dict[Status, str] = {"passed": "✓", "failed": "✗", "error": "⚠", "inconclusive": "?"}
-_VERDICTS: dict[Status, str] = {
-    "passed": "Passed: every probe kept its rule",
-    "failed": "Failed: the target broke a rule",
-    "error": "Error: some probes could not be run, so the verdict is incomplete",
-    "inconclusive": "Inconclusive: some probes were not decided within the run cap",
-}
 _STORY_CLASS = {
     "held": "passed",
     "drifted": "failed",
@@ -56,70 +53,6 @@ _STORY_CLASS = {
     "not-monotonic": "inconclusive",
     "not-run": "error",
 }
-# Okabe and Ito's palette (told apart with colour blindness), each with its own marker and dash.
-SERIES_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
-_MARKERS = ("circle", "square", "triangle", "diamond", "down")
-_DASHES = ("", "7 4", "2 3", "9 3 2 3")
-_VOID = frozenset({"meta", "br", "hr", "col"})  # HTML elements that never have content
-_SVG_EMPTY = frozenset({"path", "line", "circle", "rect", "polygon"})  # closed with `/>` if empty
-
-
-# --- markup ----------------------------------------------------------------------------------
-
-
-class Html(str):
-    """Markup made by `el` (or a constant of this module): the only text inserted unescaped."""
-
-    __slots__ = ()
-
-
-Child = Html | str | int | None
-Attribute = str | int | float | None
-
-
-def clean(text: str, *, lines: bool = False) -> str:
-    """`text` as inert page text: control characters (terminal escapes, bidi overrides, line
-    separators) and lone surrogates as visible escapes or U+FFFD, what XML forbids escaped, and
-    `& < > " '` as entities. With `lines`, line breaks stay (else they show as ` ⏎ `)."""
-    safe = terminal_lines(text) if lines else terminal_safe(text)
-    return html.escape(xml_safe(safe), quote=True)
-
-
-def el(tag: str, *children: Child | Iterable[Child], **attributes: Attribute) -> Html:
-    """`<tag attributes>children</tag>`. Attribute names are Python names (`class_` is
-    `class`, `data_rule` is `data-rule`); a None child or attribute is left out."""
-    attrs = "".join(
-        f' {name.rstrip("_").replace("_", "-")}="{clean(_number(value))}"'
-        for name, value in attributes.items()
-        if value is not None
-    )
-    if tag in _VOID or (not children and tag in _SVG_EMPTY):
-        return Html(f"<{tag}{attrs} />")
-    return Html(f"<{tag}{attrs}>{_children(children)}</{tag}>")
-
-
-def _children(children: Sequence[Child | Iterable[Child]]) -> str:
-    parts: list[str] = []
-    for child in children:
-        if child is None:
-            continue
-        if isinstance(child, str | int):
-            parts.append(_child(child))
-        else:
-            parts.extend(_child(c) for c in child if c is not None)
-    return "".join(parts)
-
-
-def _child(child: Html | str | int) -> str:
-    if isinstance(child, Html):
-        return child
-    return clean(str(child), lines=True)
-
-
-def _number(value: str | int | float) -> str:
-    if isinstance(value, float):
-        return f"{value:.1f}"
-    return str(value)
 
 
 def _cut(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
@@ -146,7 +79,7 @@ def render_html(result: RunResult, *, include_responses: bool) -> bytes:
         el(
             "main",
             _header(result),
-            _drift_section(result),
+            drift_section(result),
             _grid_section(result),
             _not_passed_section(result, include_responses),
             _suspicious_section(result, include_responses),
@@ -170,14 +103,13 @@ def _verdict_word(result: RunResult) -> str:
 
 def _header(result: RunResult) -> Html:
     status = result.status
-    verdict = _VERDICTS[status]
-    if status == "inconclusive" and result.policy.inconclusive_passes:
-        verdict += " (--inconclusive pass: they do not fail the run)"
+    stated = status_verdict(result)
+    verdict = f"{stated.word.capitalize()}: {stated.reason}"
     if _did_not_run(result):
-        verdict = "Did not run: no model call was made and every probe errored"
+        verdict = f"Did not run: {DID_NOT_RUN}"
     notes = []
     if result.interrupted:
-        notes.append(_note("warning", "Interrupted: the run was stopped; results are partial."))
+        notes.append(_note("warning", f"Interrupted: {INTERRUPTED}."))
     if _did_not_run(result):
         errors = dict.fromkeys(p.error or "could not be run" for p in result.probes)
         notes += [_note("error", f"Cause: {_cut(e)}") for e in list(errors)[:3]]
@@ -243,249 +175,13 @@ def _counts(result: RunResult) -> Html:
 
 def _policy_line(result: RunResult) -> Html | None:
     """The repeat policy, only when the probes ran more than once."""
-    policy = result.policy
-    if not policy.repeated:
+    if not result.policy.repeated:
         return None
-    if policy.repeat == "auto":
-        words = (
-            f"--repeat auto: each probe ran until a sequential test decided between a pass rate "
-            f"of at least {policy.holds_at:.0%} (holds) and at most {policy.drifted_at:.0%} "
-            f"(drifted){policy_cap(result)}"
-        )
-    elif policy.min_pass_rate is not None:
-        words = (
-            f"--repeat {policy.repeat}: a probe passes when at least "
-            f"{policy.min_pass_rate:.0%} of its runs pass"
-        )
-    else:
-        words = f"--repeat {policy.repeat}: a probe passes only if every run passes"
+    words = policy_rule(result)
     promise = policy_promise(result)
     if promise is not None:
         words = f"{words}. {promise[0]}"
     return el("p", el("strong", "Repeats: "), words, class_="policy")
-
-
-# --- the drift curve -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Frame:
-    """The chart's geometry: pixels of the plot area and the depths on the x axis."""
-
-    width: int = 1040
-    height: int = 380
-    left: int = 64
-    right: int = 24  # 130 with threshold labels
-    top: int = 16
-    bottom: int = 56
-    pad: int = 28  # between the y axis and the first depth, and the last depth and the edge
-    first: int = 0
-    last: int = 0
-
-    def x(self, depth: float) -> float:
-        span = self.width - self.left - self.right - 2 * self.pad
-        if self.last == self.first:
-            return self.left + self.pad + span / 2
-        return self.left + self.pad + (depth - self.first) / (self.last - self.first) * span
-
-    def y(self, rate: float) -> float:
-        return self.top + (1 - rate) * (self.height - self.top - self.bottom)
-
-
-def _drift_section(result: RunResult) -> Html | None:
-    curves = drift_curve(result)
-    if not curves:
-        return None
-    runs = "every run of" if result.policy.repeated else "the run of"
-    return el(
-        "section",
-        el("h2", "Drift curve"),
-        el(
-            "p",
-            f"Each rule's pass rate by depth (the background turns before the probe), over "
-            f"{runs} each of its probes there. Bars: the 95% Wilson interval. A filled marker: "
-            "the probes at that depth passed; a hollow one: they did not.",
-            class_="muted",
-        ),
-        drift_chart(curves, result),
-        _legend(curves, rule_stories(result)),
-        id="drift",
-    )
-
-
-def drift_chart(curves: Sequence[RuleDrift], result: RunResult) -> Html:
-    """The SVG chart: one `<path class="drift-line" data-rule=ID>` per rule, an interval bar
-    and a marker per depth, axes, labels, and the policy's thresholds."""
-    depths = sorted({cell.after_turn for curve in curves for cell in curve.cells})
-    labelled = result.policy.repeat == "auto" or result.policy.min_pass_rate is not None
-    frame = _Frame(first=depths[0], last=depths[-1], right=130 if labelled else 24)
-    series = [_series(index, curve, frame, len(curves)) for index, curve in enumerate(curves)]
-    return el(
-        "svg",
-        el("title", "Pass rate by depth, one line per rule"),
-        _axes(frame, depths),
-        _thresholds(frame, result),
-        series,
-        id="drift-chart",
-        role="img",
-        viewBox=f"0 0 {frame.width} {frame.height}",
-        width=frame.width,
-        height=frame.height,
-        class_="chart",
-    )
-
-
-def _axes(frame: _Frame, depths: Sequence[int]) -> Html:
-    right = frame.width - frame.right
-    bottom = frame.y(0)
-    parts: list[Html] = []
-    for rate in (0, 0.25, 0.5, 0.75, 1):
-        y = frame.y(rate)
-        parts.append(el("line", x1=frame.left, y1=y, x2=right, y2=y, class_="grid"))
-        parts.append(el("text", f"{rate:.0%}", x=frame.left - 8, y=y + 4, class_="tick y"))
-    step = max(1, -(-len(depths) // 16))  # at most 16 labels
-    for depth in depths[::step]:
-        x = frame.x(depth)
-        parts.append(el("line", x1=x, y1=bottom, x2=x, y2=bottom + 5, class_="axis"))
-        parts.append(el("text", str(depth), x=x, y=bottom + 19, class_="tick x"))
-    parts += [
-        el("line", x1=frame.left, y1=frame.top, x2=frame.left, y2=bottom, class_="axis"),
-        el("line", x1=frame.left, y1=bottom, x2=right, y2=bottom, class_="axis"),
-        el(
-            "text",
-            "depth: background turns before the probe (afterTurn)",
-            class_="label",
-            x=(frame.left + right) / 2,
-            y=frame.height - 10,
-        ),
-        el(
-            "text",
-            "pass rate",
-            class_="label",
-            x=16,
-            y=(frame.top + bottom) / 2,
-            transform=f"rotate(-90 16 {(frame.top + bottom) / 2:.1f})",
-        ),
-    ]
-    return el("g", parts, class_="axes")
-
-
-def _thresholds(frame: _Frame, result: RunResult) -> Html | None:
-    """Dashed lines at the rates the policy decides by, labelled at the right."""
-    policy = result.policy
-    if policy.repeat == "auto":
-        lines = [(policy.holds_at, "holds at"), (policy.drifted_at, "drifted at")]
-    elif policy.min_pass_rate is not None:
-        lines = [(policy.min_pass_rate, "min pass rate")]
-    else:
-        return None
-    parts = []
-    for rate, name in lines:
-        y = frame.y(rate)
-        right = frame.width - frame.right
-        parts.append(el("line", x1=frame.left, y1=y, x2=right, y2=y, class_="threshold"))
-        parts.append(el("text", f"{name} {rate:.0%}", x=right + 6, y=y + 4, class_="threshold"))
-    return el("g", parts, class_="thresholds")
-
-
-def _series(index: int, curve: RuleDrift, frame: _Frame, count: int) -> Html:
-    colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
-    dodge = (index - (count - 1) / 2) * min(8.0, 48 / count)  # bars of rules side by side
-    points = [(frame.x(cell.after_turn) + dodge, cell) for cell in curve.cells]
-    line = " ".join(
-        f"{'M' if n == 0 else 'L'}{x:.1f},{frame.y(cell.rate.rate):.1f}"
-        for n, (x, cell) in enumerate(points)
-    )
-    marks = [_point(x, cell, frame, curve, index, colour) for x, cell in points]
-    return el(
-        "g",
-        el(
-            "path",
-            d=line,
-            class_="drift-line",
-            data_rule=curve.rule.id,
-            stroke=colour,
-            stroke_dasharray=_DASHES[index // len(SERIES_COLOURS) % len(_DASHES)] or None,
-        ),
-        marks,
-        class_="series",
-        data_rule=curve.rule.id,
-    )
-
-
-def _point(
-    x: float, cell: DriftCell, frame: _Frame, curve: RuleDrift, index: int, colour: str
-) -> Html:
-    rate = cell.rate
-    tip = f"{curve.rule.id}, after turn {cell.after_turn}: {rate} · {cell.status}"
-    low, high = frame.y(rate.low), frame.y(rate.high)
-    fill = colour if cell.status == "passed" else "#ffffff"
-    return el(
-        "g",
-        el("title", tip),
-        el("line", x1=x, y1=low, x2=x, y2=high, stroke=colour, class_="interval"),
-        el("line", x1=x - 4, y1=low, x2=x + 4, y2=low, stroke=colour, class_="interval"),
-        el("line", x1=x - 4, y1=high, x2=x + 4, y2=high, stroke=colour, class_="interval"),
-        marker(_MARKERS[index % len(_MARKERS)], x, frame.y(rate.rate), colour, fill),
-        class_=f"point {cell.status}",
-        data_after_turn=cell.after_turn,
-    )
-
-
-def marker(shape: str, x: float, y: float, colour: str, fill: str, size: float = 5) -> Html:
-    """A marker of one of `_MARKERS` centred on (x, y) (never a `<path>`: the chart has one
-    path per rule, and tests count them)."""
-    style = {"stroke": colour, "fill": fill, "class_": "marker"}
-    if shape == "circle":
-        return el("circle", cx=x, cy=y, r=size, **style)
-    if shape == "square":
-        side = size * 1.7
-        return el("rect", x=x - side / 2, y=y - side / 2, width=side, height=side, **style)
-    corners = {
-        "triangle": [(0, -1.25), (1.15, 0.9), (-1.15, 0.9)],
-        "diamond": [(0, -1.35), (1.2, 0), (0, 1.35), (-1.2, 0)],
-        "down": [(0, 1.25), (1.15, -0.9), (-1.15, -0.9)],
-    }[shape]
-    points = " ".join(f"{x + dx * size:.1f},{y + dy * size:.1f}" for dx, dy in corners)
-    return el("polygon", points=points, **style)
-
-
-def _legend(curves: Sequence[RuleDrift], stories: Sequence[RuleStory]) -> Html:
-    lines = {story.rule.id: story for story in stories}
-    items = []
-    for index, curve in enumerate(curves):
-        colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
-        dash = _DASHES[index // len(SERIES_COLOURS) % len(_DASHES)] or None
-        swatch = el(
-            "svg",
-            el(
-                "line",
-                x1=2,
-                y1=8,
-                x2=34,
-                y2=8,
-                stroke=colour,
-                stroke_dasharray=dash,
-                class_="swatch-line",
-            ),
-            marker(_MARKERS[index % len(_MARKERS)], 18, 8, colour, colour, 4.5),
-            width=36,
-            height=16,
-            viewBox="0 0 36 16",
-            aria_hidden="true",
-        )
-        story = lines.get(curve.rule.id)
-        items.append(
-            el(
-                "li",
-                swatch,
-                el("strong", curve.rule.id),
-                el("span", f" {curve.rule.severity}", class_="muted"),
-                el("span", f" · {story.line}", class_="muted") if story else None,
-                data_rule=curve.rule.id,
-            )
-        )
-    return el("ul", items, class_="legend")
 
 
 # --- the grid --------------------------------------------------------------------------------
@@ -601,7 +297,7 @@ def _probe_card(scenario: ScenarioResult, result: ProbeResult, include_responses
 
 def _probe_title(scenario: ScenarioResult, result: ProbeResult) -> Html:
     probe = result.probe
-    runs = f" · {result.passes}/{len(result.runs)} runs passed" if result.runs else ""
+    runs = f" · {runs_passed(result)}" if result.runs else ""
     return el(
         "h3",
         el("span", f"{_SYMBOLS[result.status]} {result.status}", class_=f"badge {result.status}"),

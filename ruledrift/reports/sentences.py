@@ -1,0 +1,85 @@
+"""The sentences that state a verdict, written once for every report: the run's verdict and why,
+the counts, a probe's runs, the repeat policy. Pure wording: every verdict is the run's
+(`result.status`, `result.interrupted`, each probe's `status`); nothing here decides one.
+
+Each renderer sets these sentences in its own type (capitals in the terminal, a capital in the
+HTML page, a symbol and `RuleDrift:` in the job summary) and escapes what it inserts; the fixed
+words here hold nothing from a suite, a model or a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ruledrift.data import ProbeResult, RunResult, Status
+from ruledrift.results.findings import policy_cap
+
+# Why a run has its status, after the status's word ("failed: the target broke a rule").
+REASONS: dict[Status, str] = {
+    "passed": "every probe kept its rule",
+    "failed": "the target broke a rule",
+    "error": "some probes could not be run, so the verdict is incomplete",
+    "inconclusive": "some probes were not decided within the run cap",
+}
+INCONCLUSIVE_PASSES = "--inconclusive pass: they do not fail the run"
+INTERRUPTED = "the run was stopped; results are partial"
+DID_NOT_RUN = "no model call was made and every probe errored"
+TARGET_DID_NOT_START = "the target could not start"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A run's verdict in words: `word` (`passed`, `failed`, `error`, `inconclusive` or
+    `interrupted`) and `reason`, the sentence that follows it."""
+
+    word: str
+    reason: str
+
+
+def status_verdict(result: RunResult) -> Verdict:
+    """The run's status and why; under `--inconclusive pass`, an inconclusive run says that it
+    does not fail."""
+    reason = REASONS[result.status]
+    if result.status == "inconclusive" and result.policy.inconclusive_passes:
+        reason += f" ({INCONCLUSIVE_PASSES})"
+    return Verdict(result.status, reason)
+
+
+def run_verdict(result: RunResult) -> Verdict:
+    """The verdict a report leads with: `interrupted` when the run was stopped, else the status's
+    (`status_verdict`)."""
+    if result.interrupted:
+        return Verdict("interrupted", INTERRUPTED)
+    return status_verdict(result)
+
+
+def counts(result: RunResult) -> str:
+    """`3 probe(s): 1 passed, 1 failed, 1 error(s)`, with `, N inconclusive` when there are."""
+    undecided = result.count("inconclusive")
+    inconclusive = f", {undecided} inconclusive" if undecided else ""
+    return (
+        f"{len(result.probes)} probe(s): {result.count('passed')} passed, "
+        f"{result.count('failed')} failed, {result.count('error')} error(s){inconclusive}"
+    )
+
+
+def runs_passed(probe: ProbeResult) -> str:
+    """`4/5 runs passed`: a repeated probe's passing runs out of its runs."""
+    return f"{probe.passes}/{len(probe.runs)} runs passed"
+
+
+def policy_rule(result: RunResult, code: Callable[[str], str] = str) -> str:
+    """The repeat policy in one sentence, led by its option; `code` sets the option (`--repeat
+    auto`) in the renderer's type (a Markdown code span, say)."""
+    policy = result.policy
+    if policy.repeat == "auto":
+        return (
+            f"{code('--repeat auto')}: each probe ran until a sequential test decided between a "
+            f"pass rate of at least {policy.holds_at:.0%} (holds) and at most "
+            f"{policy.drifted_at:.0%} (drifted){policy_cap(result)}"
+        )
+    option = code(f"--repeat {policy.repeat}")
+    if policy.min_pass_rate is not None:
+        return f"{option}: a probe passes when at least {policy.min_pass_rate:.0%} of its runs pass"
+    return f"{option}: a probe passes only if every run passes"
