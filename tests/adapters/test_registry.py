@@ -123,7 +123,9 @@ def test_a_new_adapter_type_runs_with_nothing_but_its_type_and_schema_branch(
     tmp_path: Path,
 ) -> None:
     report = tmp_path / "report.json"
-    outcome = app.run(app.RunRequest(config=_echo_suite(tmp_path, "no secrets here"), reports={"json": report}))
+    outcome = app.run(
+        app.RunRequest(config=_echo_suite(tmp_path, "no secrets here"), reports={"json": report})
+    )
     assert outcome.result.target.adapter == "echo"
     document = json.loads(report.read_text(encoding="utf-8"))
     assert document["target"] == {
