@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 import ruledrift
 from ruledrift.boundary import http_client
 from ruledrift.errors import AdapterError, UsageError
-from ruledrift.text import cut_text, terminal_safe
+from ruledrift.text import preview
 
 RETRY_STATUSES = frozenset({503})  # the server is busy or starting: worth another try
 MAX_BODY_BYTES = 10_000_000  # one answer, decoded: as the command adapter's stdout limit
@@ -631,7 +631,7 @@ def safe_text(text: str, secrets: Sequence[str], limit: int) -> str:
     characters shown as escapes, and cut to `limit` characters."""
     longest = max(map(len, secrets), default=0)
     text = scrub(text[: limit + longest], secrets)  # a secret across `limit` is still whole
-    return cut_text(terminal_safe(text), limit)
+    return preview(text, limit)
 
 
 _URL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")

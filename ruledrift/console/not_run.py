@@ -13,7 +13,7 @@ from ruledrift.reports.workflow_commands import (
     MESSAGE_MAX_CHARS,
     workflow_command,
 )
-from ruledrift.text import cut_text, markdown_inline, terminal_safe
+from ruledrift.text import markdown_inline, preview, terminal_safe
 
 SUMMARY_PROBLEMS = 20  # problems listed in the job summary; the log has them all
 _TITLE = "RuleDrift did not run"
@@ -23,7 +23,7 @@ def render_not_run_annotations(error: RuleDriftError, workspace: str | None) -> 
     """`::error` commands: one per configuration problem (at most GitHub's 10, the last saying
     how many more there are), or one with the error's message."""
     if not isinstance(error, ConfigError):
-        message = cut_text(terminal_safe(str(error)), MESSAGE_MAX_CHARS)
+        message = preview(str(error), MESSAGE_MAX_CHARS)
         return [workflow_command("error", message, {"title": _TITLE})]
     issues = error.issues
     shown = issues if len(issues) <= ANNOTATIONS_PER_LEVEL else issues[: ANNOTATIONS_PER_LEVEL - 1]
@@ -35,7 +35,7 @@ def render_not_run_annotations(error: RuleDriftError, workspace: str | None) -> 
             "col": issue.column,
             "title": f"{_TITLE}: invalid suite at {terminal_safe(issue.pointer or '/')}",
         }
-        message = cut_text(terminal_safe(issue.message), MESSAGE_MAX_CHARS)
+        message = preview(issue.message, MESSAGE_MAX_CHARS)
         lines.append(workflow_command("error", message, properties))
     if len(shown) < len(issues):
         more = len(issues) - len(shown)

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from ruledrift.data import ProbeResult, RunResult, Severity
-from ruledrift.text import cut_text, terminal_safe
+from ruledrift.text import preview
 
 DESCRIPTION_MAX_CHARS = 1000
 # GitLab's severities are info, minor, major, critical and blocker.
@@ -64,7 +64,7 @@ def _issue(path: str, scenario: str, result: ProbeResult) -> dict[str, object]:
         severity = ERROR_SEVERITY[rule.severity]
     identity = "\0".join((path, scenario, probe.id, rule.id, result.status))
     return {
-        "description": cut_text(terminal_safe(description), DESCRIPTION_MAX_CHARS),
+        "description": preview(description, DESCRIPTION_MAX_CHARS),
         "check_name": f"ruledrift/{rule.id}",
         "fingerprint": hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest(),
         "severity": severity,

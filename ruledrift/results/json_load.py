@@ -86,7 +86,7 @@ from ruledrift.results import fields
 from ruledrift.results.fields import builder, reader
 from ruledrift.results.json_report import REPORT_VERSION, summary_values
 from ruledrift.suite.load import schema_text
-from ruledrift.text import cut_text, json_kind, terminal_safe
+from ruledrift.text import cut_text, json_kind, preview, terminal_safe
 
 REPORT_SCHEMA = "ruledrift-report.schema.json"
 MAX_REPORT_BYTES = 64 * 1024 * 1024  # far above a real report, answers and repeats included
@@ -626,7 +626,7 @@ def _worded(error: ValidationError) -> Iterator[tuple[str, str]]:
 
 
 def _line(text: str) -> str:
-    return cut_text(terminal_safe(text), _MAX_LINE)
+    return preview(text, _MAX_LINE)
 
 
 def _is_date_time(text: str) -> bool:
