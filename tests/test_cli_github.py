@@ -160,7 +160,9 @@ def test_a_failing_run_annotates_the_probe_line_relative_to_the_workspace(
         "| never-disclose-secret | critical | 🟩 100% (1/1) | 🟥 0% (0/1) ❌ 1 | "
         "first broken after turn 3 (kept at 0; broken at 3) |"
     ) in summary
-    assert "ruledrift run suites/suite.json --scenario smalltalk\n" in summary
+    # the run's seed, drawn for this run: the command adapter sends it as context.seed
+    command = r"\nruledrift run suites/suite.json --scenario smalltalk --seed \d+\n"
+    assert re.search(command, summary)
     assert "the secret is" not in summary
 
 

@@ -11,7 +11,7 @@ from ruledrift.results.comparison import (
     ComparisonResult,
     ProbeChange,
 )
-from ruledrift.stats import Comparison
+from ruledrift.stats import Comparison, PassRate
 from ruledrift.text import markdown_inline, repair_surrogates, terminal_safe
 
 _ORDER = {"worse": 0, "too few runs to tell": 1, "no evidence of a change": 2, "better": 3}
@@ -20,10 +20,35 @@ MARKDOWN_ROWS = 200
 
 
 def _rates(c: Comparison) -> tuple[str, str, str]:
-    base = f"{c.base.passes}/{c.base.runs} ({c.base.rate:.0%})"
-    head = f"{c.head.passes}/{c.head.runs} ({c.head.rate:.0%})"
-    drop = f"{c.drop:+.0%} [{c.low:+.0%}, {c.high:+.0%}]"
+    """`28/30 (93.3%)`, `22/30 (73.3%)` and the drop in percentage points with its interval,
+    `20 pp [1, 38]`: a drop is the difference of two rates, not a percentage of either."""
+    base = f"{c.base.passes}/{c.base.runs} ({percent(c.base)})"
+    head = f"{c.head.passes}/{c.head.runs} ({percent(c.head)})"
+    drop = f"{points(c.drop)} pp [{points(c.low)}, {points(c.high)}]"
     return base, head, drop
+
+
+def percent(rate: PassRate) -> str:
+    """`80%`, `93.3%`; never `100%` or `0%` unless every run passed or none did."""
+    if rate.passes * 100 % rate.runs == 0:
+        return f"{rate.passes * 100 // rate.runs}%"
+    return f"{min(max(rate.rate * 100, 0.1), 99.9):.1f}%"
+
+
+def points(fraction: float) -> str:
+    """A difference of two rates in percentage points, without the `pp`: `20`, `−15` (a true
+    minus sign), `0.4` where a whole number would round a difference to 0, and never `-0`."""
+    value = fraction * 100
+    shown = f"{abs(value):.0f}"
+    if shown == "0" and abs(value) >= 0.05:
+        shown = f"{abs(value):.1f}"
+    if shown in ("0", "0.0"):
+        return "0"
+    return ("−" if value < 0 else "") + shown
+
+
+def _share(fraction: float) -> str:
+    return f"{fraction * 100:g}%"
 
 
 def _sorted(changes: tuple[ProbeChange, ...]) -> list[ProbeChange]:
@@ -34,23 +59,28 @@ def how_many_runs(result: ComparisonResult) -> str:
     base, head = result.planned
     probes = len(result.probes)
     return (
-        f"Telling a drop from {base:.0%} to {head:.0%} with 80% power in this comparison of "
-        f"{probes} probe(s) takes {result.runs_needed} runs per side (exact one-sided Fisher "
+        f"Telling a drop from {_share(base)} to {_share(head)} with 80% power in this comparison "
+        f"of {probes} probe(s) takes {result.runs_needed} runs per side (exact one-sided Fisher "
         f"test at 5% / {probes}, Holm's first step); a probe whose runs give it less power is "
         "'too few runs to tell'."
     )
 
 
 def render_comparison_text(result: ComparisonResult) -> str:
+    """The terminal view: the warnings, each probe (worst first), each rule × depth cell, the
+    probes in one report only, the count of regressions and the runs a side this needs."""
     lines = [f"compared with base: {len(result.probes)} probe(s) in both reports"]
-    lines += [f"warning: {w}" for w in result.warnings]
+    lines += [f"warning: {terminal_safe(w)}" for w in result.warnings]
     for change in _sorted(result.probes):
-        c = change.comparison
-        base, head, drop = _rates(c)
+        lines.append(_text_line(terminal_safe(change.key), change.comparison))
+    if result.cells:
         lines.append(
-            f"  {_MARK[c.label]} {terminal_safe(change.key)}  base {base}  head {head}  "
-            f"drop {drop}  p={c.worse_adjusted:.3g}  {c.label}"
+            f"by rule and depth ({len(result.cells)} cell(s): each rule's runs at each afterTurn, "
+            "Holm-adjusted over the cells):"
         )
+        for cell in result.cells:
+            where = f"{terminal_safe(cell.rule)} after turn {cell.after_turn}"
+            lines.append(_text_line(where, cell.comparison))
     if result.added:
         lines.append(f"only in head: {terminal_safe(', '.join(result.added))}")
     if result.removed:
@@ -64,12 +94,42 @@ def render_comparison_text(result: ComparisonResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _text_line(what: str, c: Comparison) -> str:
+    """`  🔻 WHAT  base 28/30 (93.3%)  head 22/30 (73.3%)  drop 20 pp [1, 38]  p=0.12  worse`."""
+    base, head, drop = _rates(c)
+    p = f"p={c.worse_adjusted:.3g}"
+    return f"  {_MARK[c.label]} {what}  base {base}  head {head}  drop {drop}  {p}  {c.label}"
+
+
 def render_comparison_markdown(result: ComparisonResult) -> str:
+    """The comparison as GitHub Flavored Markdown, for a job summary or a pull request comment.
+    Every block (heading, each warning's quote, each table, each note) is separated from the
+    next by a blank line: a table row right after a quote would be read as part of the quote."""
     worse = len(result.regressions)
     head = "🔻 worse than base" if worse else "no probe significantly worse than base"
-    lines = [f"## RuleDrift compared with base: {head}", ""]
-    lines += [f"> **Warning:** {markdown_inline(w, 500)}" for w in result.warnings]
-    lines += [
+    blocks = [f"## RuleDrift compared with base: {head}"]
+    blocks += [f"> **Warning:** {markdown_inline(w, 500)}" for w in result.warnings]
+    blocks.append(_probe_table(result))
+    if len(result.probes) > MARKDOWN_ROWS:
+        blocks.append(f"_{len(result.probes) - MARKDOWN_ROWS} more probes in the JSON output._")
+    if result.cells:
+        blocks += ["### Rule × depth", _cell_table(result)]
+        if len(result.cells) > MARKDOWN_ROWS:
+            blocks.append(f"_{len(result.cells) - MARKDOWN_ROWS} more cells in the JSON output._")
+    if result.added:
+        blocks.append(f"Only in head: {markdown_inline(', '.join(result.added), 2000)}")
+    if result.removed:
+        blocks.append(f"Only in base: {markdown_inline(', '.join(result.removed), 2000)}")
+    blocks.append(
+        f'p-values are one-sided Fisher exact tests for "head is worse", Holm-adjusted over the '
+        f"{len(result.probes)} probes compared (the rule × depth cells apart, over the cells). "
+        f"Drops are in percentage points (pp): base − head. {how_many_runs(result)}"
+    )
+    return "\n\n".join(blocks) + "\n"
+
+
+def _probe_table(result: ComparisonResult) -> str:
+    lines = [
         "| | Probe | Rule | After turn | Base | Head | Drop [95% interval] | p (Holm) | Change |",
         "|---|---|---|---:|---:|---:|---:|---:|---|",
     ]
@@ -88,34 +148,23 @@ def render_comparison_markdown(result: ComparisonResult) -> str:
             c.label,
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    if len(result.probes) > MARKDOWN_ROWS:
-        lines.append(f"\n_{len(result.probes) - MARKDOWN_ROWS} more probes in the JSON output._")
-    lines.append("")
-    if result.cells:
-        lines += [
-            "### Rule × depth",
-            "",
-            "| Rule | After turn | Base | Head | Drop [95% interval] | Change |",
-            "|---|---:|---:|---:|---:|---|",
-        ]
-        for cell in result.cells[:MARKDOWN_ROWS]:
-            base, head_rate, drop = _rates(cell.comparison)
-            rule = markdown_inline(cell.rule, 200)
-            label = cell.comparison.label
-            lines.append(
-                f"| {rule} | {cell.after_turn} | {base} | {head_rate} | {drop} | {label} |"
-            )
-        lines.append("")
-    if result.added:
-        lines.append(f"Only in head: {markdown_inline(', '.join(result.added), 2000)}")
-    if result.removed:
-        lines.append(f"Only in base: {markdown_inline(', '.join(result.removed), 2000)}")
-    lines += [
-        "",
-        f'p-values are one-sided Fisher exact tests for "head is worse", Holm-adjusted over the '
-        f"{len(result.probes)} probes compared. {how_many_runs(result)}",
-        "",
+    return "\n".join(lines)
+
+
+def _cell_table(result: ComparisonResult) -> str:
+    lines = [
+        "| Rule | After turn | Base | Head | Drop [95% interval] | p (Holm) | Change |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
+    for cell in result.cells[:MARKDOWN_ROWS]:
+        c = cell.comparison
+        base, head_rate, drop = _rates(c)
+        rule = markdown_inline(cell.rule, 200)
+        p = f"{c.worse_adjusted:.3g}"
+        label = f"{_MARK[c.label]} {c.label}"
+        lines.append(
+            f"| {rule} | {cell.after_turn} | {base} | {head_rate} | {drop} | {p} | {label} |"
+        )
     return "\n".join(lines)
 
 

@@ -451,11 +451,29 @@ def _rerun(config: str, result: RunResult, overrides: Sequence[str]) -> str:
     note = ""
     if failed > RERUN_MAX_SCENARIOS:
         note = f"(the first {RERUN_MAX_SCENARIOS} of the {failed} scenarios that did not pass)\n\n"
+    note += _auto_note(result)
     docker = docker_command(command)
     fence = "`" * max([3, *(len(run) + 1 for run in re.findall("`+", command))])
     return (
         f"### Reproduce\n\n{note}{fence}sh\n{command}\n"
         f"# or with nothing installed but Docker, from the repository's root:\n{docker}\n{fence}\n"
+    )
+
+
+def _auto_note(result: RunResult) -> str:
+    """Under `--repeat auto`, what selecting fewer scenarios changes: the test's bounds are
+    split over the probes selected, so its thresholds and cap are not this run's."""
+    if result.policy.repeat != "auto":
+        return ""
+    failed = [s for s in result.scenarios if s.status != "passed"][:RERUN_MAX_SCENARIOS]
+    selected = sum(len(s.probes) for s in failed)
+    probes = result.policy.probes or len(result.probes)
+    if selected >= probes:
+        return ""
+    return (
+        f"`--repeat auto` splits its error rates over the probes a run selects: for the {selected} "
+        f"probe(s) of these scenarios its thresholds and cap are those of {selected}, not of this "
+        f"run's {probes}. Leave out `--scenario` to run this run's test again.\n\n"
     )
 
 
@@ -467,14 +485,38 @@ def docker_command(command: str) -> str:
 
 
 def rerun_command(config: str, result: RunResult, overrides: Sequence[str]) -> str | None:
-    """`ruledrift run CONFIG --scenario …` for the scenarios that did not pass (the first 50)."""
+    """`ruledrift run CONFIG --scenario …` for the scenarios that did not pass (the first 50),
+    with the target `overrides`, the run's verdict options (`--repeat` and the rest) and its
+    `--seed`: the same runs, the same paraphrases, the same verdicts."""
     failed = [s.scenario.id for s in result.scenarios if s.status != "passed"]
     if not failed:
         return None
     argv = ["ruledrift", "run", config]
     for scenario in failed[:RERUN_MAX_SCENARIOS]:
         argv += ["--scenario", scenario]
-    return repair_surrogates(shlex.join([*argv, *overrides]))
+    argv += [*overrides, *verdict_argv(result.policy)]
+    if result.seed is not None:
+        argv += ["--seed", str(result.seed)]
+    return repair_surrogates(shlex.join(argv))
+
+
+def verdict_argv(policy: VerdictPolicy) -> list[str]:
+    """The verdict policy as `ruledrift run` options (none for one run). The same options as
+    `app.policy_argv`, which this layer cannot import (a test holds the two together)."""
+    defaults = VerdictPolicy()
+    argv = [] if policy.repeat == 1 else ["--repeat", str(policy.repeat)]
+    if policy.min_pass_rate is not None:
+        argv += ["--min-pass-rate", f"{policy.min_pass_rate:g}"]
+    for option, value, default in (
+        ("--holds-at", policy.holds_at, defaults.holds_at),
+        ("--drifted-at", policy.drifted_at, defaults.drifted_at),
+        ("--max-repeat", policy.max_repeat, defaults.max_repeat),
+    ):
+        if value != default:
+            argv += [option, f"{value:g}"]
+    if policy.inconclusive_passes:
+        argv += ["--inconclusive", "pass"]
+    return argv
 
 
 def markdown(text: str, limit: int = CELL_MAX_CHARS) -> str:

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shlex
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
-from ruledrift import __version__
+import pytest
+
+from ruledrift import __version__, app
 from ruledrift.console import github
+from ruledrift.console.not_run import render_not_run_summary
 from ruledrift.data import (
     ProbeResult,
     ProbeRun,
@@ -14,9 +26,10 @@ from ruledrift.data import (
     TargetInfo,
     VerdictPolicy,
 )
-from ruledrift.errors import AdapterError
+from ruledrift.errors import AdapterError, ConfigError, ConfigIssue
 from ruledrift.reports import job_summary
 from ruledrift.run.runner import not_run
+from tests.support import AGENTS, gfm
 from tests.support import results as factories
 from tests.support.github_log import (
     CONFIG,
@@ -25,6 +38,7 @@ from tests.support.github_log import (
     run_of,
 )
 from tests.support.results import ANSWER_MARKERS
+from tests.support.suites import base_suite, write_suite
 
 # --- the job summary -------------------------------------------------------------------------
 
@@ -255,3 +269,222 @@ def test_a_target_that_could_not_start_is_a_run_that_did_not_run() -> None:
         "**Cause:** could not connect to Ollama at http://127.0.0.1:11434 &#124; is it up?"
     ) in text
     assert "did not run" not in summary()
+
+
+# --- the reproduction command ----------------------------------------------------------------
+
+
+def reproduce(text: str) -> list[str]:
+    """The lines of the "Reproduce" code block, as GitHub renders the summary."""
+    root = gfm.render(text)
+    children = list(root)
+    heading = next(i for i, e in enumerate(children) if e.tag == "h3" and e.text == "Reproduce")
+    block = next(e for e in children[heading:] if e.tag == "pre")
+    assert block.get("lang") == "sh"  # GitHub's own form of a fenced block's language
+    [code] = block
+    return gfm.text(code).splitlines()
+
+
+def test_reproduction_repeats_the_verdict_options_and_the_seed() -> None:
+    """Issue 21: the command dropped `--repeat` and the other verdict options (and the seed), so
+    it ran one run where the run had made five and judged them by `--min-pass-rate`."""
+    policy = VerdictPolicy(repeat=5, min_pass_rate=0.8)
+    result = replace(factories.run_result(), policy=policy, seed=1804289383)
+    command, _, docker = reproduce(summary(result, overrides=("--model", "qwen3:8b")))
+    arguments = (
+        "run suites/secret.json --scenario smalltalk --scenario hostile-text "
+        "--scenario broken-turn --model qwen3:8b --repeat 5 --min-pass-rate 0.8 "
+        "--seed 1804289383"
+    )
+    assert command == f"ruledrift {arguments}"
+    assert docker.endswith(f"action:{__version__} {arguments}")
+
+
+def test_reproduction_under_auto_names_every_option_and_what_scenario_changes() -> None:
+    policy = VerdictPolicy(
+        repeat="auto", holds_at=0.9, drifted_at=0.5, max_repeat=40, inconclusive_passes=True
+    )
+    result = replace(factories.run_result(), policy=policy, seed=7)
+    text = summary(result)
+    [command, *_] = reproduce(text)
+    assert command.endswith(
+        "--repeat auto --holds-at 0.9 --drifted-at 0.5 --max-repeat 40 --inconclusive pass --seed 7"
+    )
+    assert (
+        "`--repeat auto` splits its error rates over the probes a run selects: for the 6 "
+        "probe(s) of these scenarios its thresholds and cap are those of 6, not of this run's 7. "
+        "Leave out `--scenario` to run this run's test again."
+    ) in text
+    fixed = replace(result, policy=VerdictPolicy(repeat=3))
+    assert "splits its error rates" not in summary(fixed)
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        VerdictPolicy(),
+        VerdictPolicy(repeat=3),
+        VerdictPolicy(repeat=20, min_pass_rate=0.85),
+        VerdictPolicy(repeat="auto"),
+        VerdictPolicy(repeat="auto", holds_at=0.975, drifted_at=0.6, max_repeat=12),
+        VerdictPolicy(repeat="auto", inconclusive_passes=True),
+        VerdictPolicy(repeat=4, min_pass_rate=1.0, holds_at=0.99, drifted_at=0.5),
+    ],
+)
+def test_the_summary_says_the_policy_as_the_application_does(policy: VerdictPolicy) -> None:
+    """The report layer cannot import `app.policy_argv`: its own copy must not drift from it."""
+    assert job_summary.verdict_argv(policy) == app.policy_argv(policy)
+
+
+@pytest.mark.process
+def test_the_reproduction_command_reproduces_the_run(tmp_path: Path) -> None:
+    """Run in GitHub mode with repeats, take the command from the rendered summary, run it: the
+    same policy, the same seed, the same verdict and runs for every scenario it reruns."""
+    root = tmp_path / "repo"
+    (root / "suites").mkdir(parents=True)
+    agent = [str(AGENTS / "scripted.py"), "--leak-probability", "0.3"]
+    write_suite(root / "suites", base_suite(command=sys.executable, args=agent))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_") and k != "CI"}
+    summary_file = tmp_path / "summary.md"
+    github = {
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_WORKSPACE": str(root),
+        "GITHUB_STEP_SUMMARY": str(summary_file),
+    }
+
+    def ruledrift(argv: list[str], extra: dict[str, str]) -> dict[str, Any]:
+        done = subprocess.run(
+            [sys.executable, "-m", "ruledrift", *argv],
+            capture_output=True,
+            text=True,
+            env=env | extra,
+            cwd=root,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode in (0, 1), done.stderr
+        report: dict[str, Any] = json.loads((root / argv[argv.index("--json") + 1]).read_text())
+        return report
+
+    first = ruledrift(
+        [
+            "run",
+            "suites/suite.json",
+            "--repeat",
+            "6",
+            "--min-pass-rate",
+            "0.75",
+            "--json",
+            "a.json",
+        ],
+        github,
+    )
+    [command, *_] = reproduce(summary_file.read_text(encoding="utf-8"))
+    argv = shlex.split(command)
+    assert argv[:2] == ["ruledrift", "run"]
+    again = ruledrift([*argv[1:], "--json", "b.json"], {})
+    assert again["policy"] == first["policy"]
+
+    def run_outcome(run: dict[str, Any]) -> tuple[Any, ...]:
+        return run["status"], run["seed"], run["response"]["sha256"]
+
+    def outcomes(report: dict[str, Any]) -> dict[str, list[tuple[Any, ...]]]:
+        """Each scenario's probes: verdict, then each run's status, seed and answer's hash."""
+        return {
+            scenario["id"]: [
+                (probe["id"], probe["status"], *map(run_outcome, probe["runs"]))
+                for probe in scenario["probes"]
+            ]
+            for scenario in report["scenarios"]
+        }
+
+    rerun = outcomes(again)
+    assert rerun  # the run failed somewhere: there is something to reproduce
+    assert {scenario: outcomes(first)[scenario] for scenario in rerun} == rerun
+
+
+# --- every Markdown output, as GitHub renders it ---------------------------------------------
+
+
+def repeated_run() -> RunResult:
+    probe = replace(with_runs(factories.passed("ok", "x"), 9, 10), status="failed")
+    result = run_of(factories.scenario_result("s", (probe,), 10))
+    return replace(result, policy=VerdictPolicy(repeat=10), temperature=0, seed=3)
+
+
+SUMMARIES: dict[str, Callable[[], str]] = {
+    "standard": lambda: summary(),
+    "repeats, with warnings": lambda: summary(repeated_run()),
+    "overflow warning": lambda: summary(
+        replace(
+            factories.run_result(),
+            target=TargetInfo("ollama", "m", {"overflowProtection": "one check | only"}),
+        )
+    ),
+    "annotations left out": lambda: summary(run_of(many_failures(25))),
+    "second attempt": lambda: job_summary.render_summary(
+        replace(factories.run_result(), policy=VerdictPolicy(repeat=3)), CONFIG, attempt=2
+    ),
+    "cut to size": lambda: summary(huge_result(failures=3000, passes=0)),
+    "did not start": lambda: job_summary.render_summary(
+        not_run(
+            factories.run_result().suite,
+            factories.run_result().suite.scenarios,
+            factories.run_result().target,
+            AdapterError("could not connect | no"),
+        ),
+        CONFIG,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", SUMMARIES)
+def test_the_summary_renders_as_meant(name: str) -> None:
+    """Rendered by cmark-gfm: every table is a table (none inside a quote or a paragraph), each
+    quote holds one note, and no Markdown syntax is left showing as text."""
+    text = SUMMARIES[name]()
+    root = gfm.render(text)
+    assert root[0].tag == "h2"
+    assert root.find(".//blockquote//table") is None
+    for quote in root.iter("blockquote"):
+        assert [child.tag for child in quote] == ["p"]
+        assert re.match(r"(Warning|Note): ", gfm.text(quote).strip())
+    sources = [line for line in text.splitlines() if line.startswith("|---")]
+    assert len(list(root.iter("table"))) == len(sources)
+    assert gfm.stray_markup(root) == []
+
+
+def test_the_summary_s_sections_are_in_order() -> None:
+    root = gfm.render(summary())
+    headings = [(e.tag, gfm.text(e)) for e in root if e.tag in ("h2", "h3")]
+    assert [h for _, h in headings[1:]] == [
+        "Drift curve",
+        "Failed and errored probes",
+        "Rules × boundaries",
+        "Reproduce",
+    ]
+    details = root.find("details")
+    assert details is not None
+    assert details.find("table") is not None
+    summary_line = details.find("summary")
+    assert summary_line is not None
+    assert summary_line.text == "All 7 probes"
+
+
+def test_the_did_not_run_note_renders_as_meant() -> None:
+    issues = [
+        ConfigIssue("suite.json", line, 3, f"/rules/{line}", "expected | a *string*")
+        for line in range(1, 26)
+    ]
+    for error in (ConfigError(issues), AdapterError("could not connect\n> to | it")):
+        root = gfm.render(render_not_run_summary(error))
+        assert [gfm.text(root[0])] == ["⛔ RuleDrift did not run"]
+        assert root.find(".//blockquote") is None
+        assert root.find(".//table") is None
+        assert gfm.stray_markup(root) == []
+    listed = gfm.render(render_not_run_summary(ConfigError(issues))).find("ul")
+    assert isinstance(listed, ET.Element)
+    items = [gfm.text(li) for li in listed]
+    assert len(items) == 21
+    assert items[0] == "suite.json:1:3: /rules/1: expected | a *string*"
