@@ -16,6 +16,7 @@ from ruledrift.results.findings import (
     policy_odds,
     probe_flags,
     rule_stories,
+    runs_not_made,
     suspicious,
     target_warnings,
 )
@@ -155,7 +156,7 @@ def _probe_lines(
     indent = " " * 9
     if result.runs:
         lines[0] += f"  {runs_passed(result)}"
-        errors = sum(1 for run in result.runs if run.status == "error")
+        errors = sum(1 for run in result.runs if run.status == "error") - runs_not_made(result)
         if errors:
             lines[0] += f", {errors} could not be made"
         wordings = by_paraphrase(result)

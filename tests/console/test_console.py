@@ -175,3 +175,19 @@ def test_report_re_renders_a_saved_report_without_calling_any_model(tmp_path: Pa
     refused = ruledrift("report", broken)
     assert refused.returncode == 2
     assert "cannot read report" in refused.stderr
+
+
+def test_a_run_cut_by_max_calls_says_so_at_the_probe_and_in_the_story(tmp_path: Path) -> None:
+    """--repeat 3 --max-calls 14: two runs of 7 calls are made, the third never starts. Each
+    probe shows 2 made runs and 1 not made, and the rule's story names --max-calls instead of
+    "every probe of this rule errored" (issue 21)."""
+    suite = suite_with_probes_at(tmp_path, "--leak-after", "1")
+    done = ruledrift("run", suite, "--repeat", "3", "--max-calls", "14")
+    assert done.returncode == 3, done.stderr
+    assert "after turn 0  2/2 runs passed, 1 not made (--max-calls)" in done.stdout
+    assert "after turn 1  0/2 runs passed, 1 not made (--max-calls)" in done.stdout
+    assert "not made (--max-calls), 1 could not be made" not in done.stdout  # not twice
+    story = next(line for line in done.stdout.splitlines() if line.startswith("rule "))
+    assert "cut by --max-calls: runs not made at 0, 1, 2, 3" in story
+    assert "errored" not in story
+    assert "broken from the start" not in story
