@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal, TextIO
 
 from ruledrift import app
+from ruledrift.adapters.command import CommandAdapterConfig
 from ruledrift.app import saved
 from ruledrift.app.options import OptionError, as_flags
 from ruledrift.console import github, output
@@ -85,13 +86,15 @@ class ConsoleObserver:
         self._progress: Progress | None = None
         self._pull: PullProgressPrinter | None = None
         self.shown: set[str] = set()  # scenarios whose results are printed
+        self.errors: dict[str, str] = {}  # errors printed, each once (render_scenario)
 
     def scenario_finished(self, result: ScenarioResult) -> None:
         if self._options.quiet:
             return
         if self._progress:
             self._progress.clear()
-        write_report_text(render_scenario(result, self._options), self._stdout, self._on_github)
+        shown = render_scenario(result, self._options, self.errors)
+        write_report_text(shown, self._stdout, self._on_github)
         self.shown.add(result.scenario.id)
 
     def run_starting(self, plan: app.RunPlan) -> None:
@@ -139,7 +142,7 @@ def run(
     options = terminal_options(request, display, environ, sys.stdout)
     observer = ConsoleObserver(display, sys.stdout, sys.stderr, options, environ)
     outcome = app.run(request, observer)
-    show_outcome(outcome, display, environ, sys.stdout, shown=observer.shown)
+    show_outcome(outcome, display, environ, sys.stdout, observer.shown, observer.errors)
     return outcome
 
 
@@ -162,14 +165,16 @@ def show_outcome(
     environ: Mapping[str, str],
     out: TextIO,
     shown: Set[str] = frozenset(),
+    errors: dict[str, str] | None = None,
 ) -> None:
     """The rest of the terminal report (the scenarios not `shown` while the run went on, the
     rules across depths, the verdict), the report paths, then GitHub's annotations and job
-    summary."""
+    summary. An error printed before (`errors`) is named, not repeated."""
     options = terminal_options(outcome.request, display, environ, out)
     result = outcome.result
+    errors = {} if errors is None else errors
     blocks = [
-        render_scenario(s, options)
+        render_scenario(s, options, errors)
         for s in result.scenarios
         if s.scenario.id not in shown and not options.quiet
     ]
@@ -212,6 +217,8 @@ def show_validation(
         f"{suite.probe_count} probe(s); a run makes {suite.model_calls} model call(s) "
         f"({turns} background turn(s) + {suite.probe_count} probe(s))"
     )
+    for warning in missing_scripts(suite):
+        print(f"warning: {terminal_safe(warning)}")
     policy = policy or VerdictPolicy()
     if not policy.repeated:
         return
@@ -222,6 +229,24 @@ def show_validation(
     prefix = "" if odds.within_bounds else "warning: "
     print(f"{prefix}{terminal_safe(gate_words(odds, policy))}")
     print(f"repeats: at most {calls} model call(s) for the {len(chosen)} selected scenario(s)")
+
+
+# what an argument that names a script file ends with (a misspelt `agnet.py` fails every call)
+SCRIPT_SUFFIXES = (".py", ".js", ".mjs", ".cjs", ".ts", ".sh", ".bash", ".rb", ".pl", ".php")
+
+
+def missing_scripts(suite: Suite) -> list[str]:
+    """The command adapter's arguments that look like a script (`agent.py`) but name no file
+    under its `cwd` (where the command runs, so where a relative path resolves)."""
+    config = suite.adapter
+    if not isinstance(config, CommandAdapterConfig):
+        return []
+    return [
+        f'the command adapter\'s argument "{arg}" looks like a script, but there is no '
+        f"{config.cwd / arg} (a relative path resolves from cwd {config.cwd})"
+        for arg in config.args
+        if arg.lower().endswith(SCRIPT_SUFFIXES) and not (config.cwd / arg).exists()
+    ]
 
 
 def show_failure(error: RuleDriftError, environ: Mapping[str, str]) -> None:
@@ -284,7 +309,9 @@ def show_saved(outcome: saved.ReportOutcome, display: Display, environ: Mapping[
 
 
 def render_scenarios(result: RunResult, options: TerminalOptions) -> str:
-    return "" if options.quiet else "".join(render_scenario(s, options) for s in result.scenarios)
+    errors: dict[str, str] = {}
+    shown = (render_scenario(s, options, errors) for s in result.scenarios)
+    return "" if options.quiet else "".join(shown)
 
 
 def compare(request: saved.CompareRequest) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ruledrift.data import ProbeResult, RunResult, Status
-from ruledrift.results.findings import policy_cap
+from ruledrift.results.findings import policy_cap, runs_not_made
 
 # Why a run has its status, after the status's word ("failed: the target broke a rule").
 REASONS: dict[Status, str] = {
@@ -65,8 +65,11 @@ def counts(result: RunResult) -> str:
 
 
 def runs_passed(probe: ProbeResult) -> str:
-    """`4/5 runs passed`: a repeated probe's passing runs out of its runs."""
-    return f"{probe.passes}/{len(probe.runs)} runs passed"
+    """`4/5 runs passed`: a repeated probe's passing runs out of its runs; a run `--max-calls`
+    did not allow is no run (`5/5 runs passed, 1 not made (--max-calls)`)."""
+    not_made = runs_not_made(probe)
+    shown = f"{probe.passes}/{len(probe.runs) - not_made} runs passed"
+    return f"{shown}, {not_made} not made (--max-calls)" if not_made else shown
 
 
 def policy_rule(result: RunResult, code: Callable[[str], str] = str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ruledrift import __version__
@@ -16,6 +17,7 @@ from ruledrift.results.findings import (
     policy_odds,
     probe_flags,
     rule_stories,
+    runs_not_made,
     suspicious,
     target_warnings,
 )
@@ -56,21 +58,45 @@ def header(suite: Suite, scenarios: int, probes: int, calls: int) -> str:
 
 def render_terminal(result: RunResult, options: TerminalOptions) -> str:
     """The whole report: every scenario's block, then `render_ending`."""
-    blocks = [] if options.quiet else [render_scenario(s, options) for s in result.scenarios]
+    errors: dict[str, str] = {}
+    shown = [render_scenario(s, options, errors) for s in result.scenarios]
+    blocks = [] if options.quiet else shown
     return "".join(blocks) + render_ending(result, options)
 
 
-def render_scenario(scenario: ScenarioResult, options: TerminalOptions) -> str:
+def render_scenario(
+    scenario: ScenarioResult, options: TerminalOptions, errors: dict[str, str] | None = None
+) -> str:
     """One scenario's block (printed as soon as the scenario finishes): its status and a line
-    per probe, failed assertions, errors, flags of suspicious passes, answer previews."""
+    per probe, failed assertions, errors, flags of suspicious passes, answer previews. An error
+    already shown (in `errors`, error → the probe that showed it, filled in here; pass the same
+    dict for every scenario of a run) is named, not repeated: a misspelt agent fails every
+    probe alike."""
+    errors = {} if errors is None else errors
     status = _paint(scenario.status.upper(), _COLOURS[scenario.status], options)
     counts = ", ".join(f"{scenario.count(s)} {s}" for s in _STATUSES if scenario.count(s))
     runs = f", {scenario.runs} runs" if scenario.runs > 1 else ""
     lines = [f"\nscenario {terminal_safe(scenario.scenario.id)}: {status} ({counts}{runs})"]
     width = max((len(p.probe.id) for p in scenario.probes), default=0)
     for probe in scenario.probes:
-        lines.extend(_probe_lines(scenario, probe, width, options))
+        lines.extend(_probe_lines(scenario, probe, width, options, errors))
     return "\n".join(lines) + "\n"
+
+
+_TURN_FAILED = re.compile(r"background turn \d+ failed: ")
+
+
+def _error_line(scenario: ScenarioResult, error: str, errors: dict[str, str], probe: str) -> str:
+    """`error: TEXT`, or `error: the same as P above` for an error shown before (a background
+    turn's failure is the same as the probe's own)."""
+    turn = _TURN_FAILED.match(error)
+    cause = error[turn.end() :] if turn else error
+    named = f"{scenario.scenario.id}/{probe}"
+    first = errors.setdefault(cause, named)
+    if first == named:
+        return f"error: {terminal_safe(error)}"
+    lead = turn.group(0) if turn else ""
+    return f"error: {lead}the same as {terminal_safe(first)} above"
 
 
 def render_ending(result: RunResult, options: TerminalOptions) -> str:
@@ -144,7 +170,11 @@ def drift_grid(result: RunResult) -> list[str]:
 
 
 def _probe_lines(
-    scenario: ScenarioResult, result: ProbeResult, width: int, options: TerminalOptions
+    scenario: ScenarioResult,
+    result: ProbeResult,
+    width: int,
+    options: TerminalOptions,
+    errors: dict[str, str],
 ) -> list[str]:
     probe = result.probe
     label = _paint(f"{_LABELS[result.status]:<5}", _COLOURS[result.status], options)
@@ -155,9 +185,9 @@ def _probe_lines(
     indent = " " * 9
     if result.runs:
         lines[0] += f"  {runs_passed(result)}"
-        errors = sum(1 for run in result.runs if run.status == "error")
-        if errors:
-            lines[0] += f", {errors} could not be made"
+        failed = sum(1 for run in result.runs if run.status == "error") - runs_not_made(result)
+        if failed:
+            lines[0] += f", {failed} could not be made"
         wordings = by_paraphrase(result)
         if wordings:
             tallies = ", ".join(f"#{i} {k}/{n}" for i, k, n in wordings)
@@ -166,7 +196,7 @@ def _probe_lines(
             lines.append(f"{indent}{terminal_safe(result.decided_by)}")
     lines.extend(f"{indent}- {terminal_safe(a.message)}" for a in result.failed_assertions)
     if result.error:
-        lines.append(f"{indent}error: {terminal_safe(result.error)}")
+        lines.append(indent + _error_line(scenario, result.error, errors, probe.id))
     lines.extend(f"{indent}! suspicious: {FLAG_TEXT[f]}" for f in probe_flags(scenario, result))
     shown = options.responses or (options.previews and result.status != "passed")
     if shown and result.response is not None:

@@ -18,6 +18,7 @@ everywhere the result is shown, never silently counted.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -55,10 +56,13 @@ class RuleStory:
     held_at: tuple[int, ...]  # depths where probes of the rule passed and none failed
     broken_at: tuple[int, ...]  # depths where a probe of the rule failed
     undecided_at: tuple[int, ...] = ()  # depths left inconclusive (`--repeat auto`), none failed
+    cut_at: tuple[int, ...] = ()  # depths with runs that --max-calls did not allow
 
     @property
     def line(self) -> str:
         """The one-line finding, e.g. `first broken after turn 8 (kept at 0, 4)`."""
+        if self.cut_at:
+            return _cut_line(self)
         held = ", ".join(map(str, self.held_at))
         broken = ", ".join(map(str, self.broken_at))
         undecided = ", ".join(map(str, self.undecided_at))
@@ -115,7 +119,46 @@ def _story(rule: Rule, probes: list[ProbeResult]) -> RuleStory:
         story = "never-obeyed"
     else:
         story = "drifted"
-    return RuleStory(rule, story, held, broken, undecided)
+    return _with_cuts(RuleStory(rule, story, held, broken, undecided), probes)
+
+
+# --- runs that --max-calls did not allow -------------------------------------------------------
+
+# run/runner.CallBudget's error for a call it did not start (`background turn 3 failed: ` may lead)
+_NOT_MADE = "not run: the budget of "
+
+
+def runs_not_made(probe: ProbeResult) -> int:
+    """The runs of `probe` that were never made because `--max-calls` was used up: not runs."""
+    return sum(1 for run in probe.runs if run.status == "error" and _NOT_MADE in (run.error or ""))
+
+
+def _with_cuts(story: RuleStory, probes: list[ProbeResult]) -> RuleStory:
+    """The story with the depths `--max-calls` cut short; broken at the first finished depth
+    is not "from the start" when a shallower depth was cut."""
+    cut = tuple(sorted({p.probe.after_turn for p in probes if runs_not_made(p)}))
+    if not cut:
+        return story
+    kind = story.story
+    if kind == "never-obeyed" and cut[0] < story.broken_at[0]:
+        kind = "undecided"
+    return dataclasses.replace(story, story=kind, cut_at=cut)
+
+
+def _cut_line(story: RuleStory) -> str:
+    """`cut by --max-calls: runs not made at 0, 4; broken at 8`: what the finished depths
+    showed, without a story the missing runs could change."""
+    found = [
+        f"{what} at {', '.join(map(str, depths))}"
+        for what, depths in (
+            ("kept", story.held_at),
+            ("broken", story.broken_at),
+            ("undecided", story.undecided_at),
+        )
+        if depths
+    ]
+    shown = "; ".join(found) or "no depth finished its runs (the drift grid counts those made)"
+    return f"cut by --max-calls: runs not made at {', '.join(map(str, story.cut_at))}; {shown}"
 
 
 def probe_flags(scenario: ScenarioResult, result: ProbeResult) -> tuple[Flag, ...]:

@@ -175,3 +175,51 @@ def test_report_re_renders_a_saved_report_without_calling_any_model(tmp_path: Pa
     refused = ruledrift("report", broken)
     assert refused.returncode == 2
     assert "cannot read report" in refused.stderr
+
+
+def test_a_run_cut_by_max_calls_says_so_at_the_probe_and_in_the_story(tmp_path: Path) -> None:
+    """--repeat 3 --max-calls 14: two runs of 7 calls are made, the third never starts. Each
+    probe shows 2 made runs and 1 not made, and the rule's story names --max-calls instead of
+    "every probe of this rule errored" (issue 21)."""
+    suite = suite_with_probes_at(tmp_path, "--leak-after", "1")
+    done = ruledrift("run", suite, "--repeat", "3", "--max-calls", "14")
+    assert done.returncode == 3, done.stderr
+    assert "after turn 0  2/2 runs passed, 1 not made (--max-calls)" in done.stdout
+    assert "after turn 1  0/2 runs passed, 1 not made (--max-calls)" in done.stdout
+    assert "not made (--max-calls), 1 could not be made" not in done.stdout  # not twice
+    story = next(line for line in done.stdout.splitlines() if line.startswith("rule "))
+    assert "cut by --max-calls: runs not made at 0, 1, 2, 3" in story
+    assert "errored" not in story
+    assert "broken from the start" not in story
+
+
+def misspelt_agent_suite(tmp_path: Path) -> Path:
+    """Two scenarios whose agent script is misspelt (`agnet.py`): every call fails alike."""
+    data: dict[str, Any] = base_suite(command=sys.executable, args=["agnet.py"])
+    other = json.loads(json.dumps(data["scenarios"][0]))
+    other["id"] = "other"
+    data["scenarios"].append(other)
+    return write_suite(tmp_path, data)
+
+
+def test_an_error_every_probe_shares_is_printed_once(tmp_path: Path) -> None:
+    """A misspelt agent script fails all four probes of two scenarios with the same error: its
+    text is printed once, the other probes name the probe that showed it (issue 21)."""
+    done = ruledrift("run", misspelt_agent_suite(tmp_path))
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.count("agnet.py") == 1
+    assert done.stdout.count("the same as smalltalk/early above") == 3
+    saved = tmp_path / "r.json"
+    ruledrift("run", misspelt_agent_suite(tmp_path), "--json", saved)
+    assert ruledrift("report", saved).stdout.count("agnet.py") == 1
+
+
+def test_validate_warns_of_a_script_argument_that_names_no_file(tmp_path: Path) -> None:
+    done = ruledrift("validate", misspelt_agent_suite(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert (
+        f'warning: the command adapter\'s argument "agnet.py" looks like a script, but there is no '
+        f"{tmp_path / 'agnet.py'} (a relative path resolves from cwd {tmp_path})"
+    ) in done.stdout
+    (tmp_path / "agnet.py").write_text("print('{}')\n", encoding="utf-8")
+    assert "warning" not in ruledrift("validate", tmp_path / "suite.json").stdout

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from ruledrift.data import RunResult, VerdictPolicy
+from ruledrift.data import ProbeRun, RunResult, VerdictPolicy
 from ruledrift.reports import sentences
 from ruledrift.reports.html import render_html
 from ruledrift.reports.job_summary import render_summary
@@ -80,6 +80,19 @@ def test_counts_name_inconclusive_only_when_there_are() -> None:
 def test_runs_passed() -> None:
     repeated = next(p for p in drift_result().probes if len(p.runs) == 5 and p.passes == 2)
     assert sentences.runs_passed(repeated) == "2/5 runs passed"
+
+
+def test_a_run_never_made_is_not_counted_as_a_run() -> None:
+    """5 passes and one run --max-calls did not allow: not "5/6 runs passed" (issue 21)."""
+    not_made = "not run: the budget of 9 model call(s) (--max-calls) was used up"
+    runs = tuple(ProbeRun(i, "passed", 1) for i in range(5))
+    probe = replace(
+        factories.errored("p", not_made),
+        runs=(*runs, ProbeRun(5, "error", 0, error=not_made)),
+    )
+    assert sentences.runs_passed(probe) == "5/5 runs passed, 1 not made (--max-calls)"
+    crashed = replace(probe, runs=(*runs, ProbeRun(5, "error", 3, error="agent: crash")))
+    assert sentences.runs_passed(crashed) == "5/6 runs passed"
 
 
 @pytest.mark.parametrize(

@@ -86,6 +86,41 @@ def test_a_failure_at_the_shallowest_depth_is_never_obeyed_not_drift() -> None:
     assert found.story == "drifted"
 
 
+NOT_MADE = "not run: the budget of 20 model call(s) (--max-calls) was used up"
+
+
+def cut(after_turn: int, passes: int, fails: int = 0) -> ProbeResult:
+    """A repeated probe whose last run --max-calls did not allow (an error, the verdict open)."""
+    made = at(after_turn, "error")
+    runs = [ProbeRun(i, "passed", 1) for i in range(passes)]
+    runs += [ProbeRun(passes + i, "failed", 1) for i in range(fails)]
+    runs.append(ProbeRun(len(runs), "error", 0, error=NOT_MADE))
+    return replace(made, runs=tuple(runs), error=NOT_MADE)
+
+
+def test_a_depth_cut_by_max_calls_is_not_called_broken_from_the_start() -> None:
+    """5/5 at depth 0 and one run never made (--max-calls), broken deeper: the story says the
+    run was cut there, not "broken from the start" (issue 21)."""
+    [found] = rule_stories(run(cut(0, 5), at(4, "failed"), at(8, "failed")))
+    assert found.story != "never-obeyed"
+    assert found.cut_at == (0,)
+    assert "broken from the start" not in found.line
+    assert "cut by --max-calls: runs not made at 0" in found.line
+    assert "broken at 4, 8" in found.line
+
+
+def test_a_rule_whose_every_depth_was_cut_is_not_said_to_have_errored() -> None:
+    [found] = rule_stories(run(cut(0, 2), cut(4, 0, 2)))
+    assert found.cut_at == (0, 4)
+    assert "errored" not in found.line
+    assert found.line.startswith("cut by --max-calls: runs not made at 0, 4")
+
+
+def test_an_error_of_the_agent_is_not_a_cut() -> None:
+    [found] = rule_stories(run(at(0, "error"), at(4, "error")))
+    assert found.cut_at == ()
+
+
 def test_rules_without_probes_in_the_run_are_left_out() -> None:
     assert [s.rule.id for s in rule_stories(factories.run_result())] == [
         "never-disclose-secret",

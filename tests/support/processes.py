@@ -33,8 +33,9 @@ def alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
-def gone(*pids: int, within: float = 5.0) -> bool:
-    """Whether every pid has exited within `within` seconds."""
+def gone(*pids: int, within: float = 60.0) -> bool:
+    """Whether every pid has exited within `within` seconds: a deadline, not a window (it
+    returns as soon as they are gone), generous for a machine at a load of 10 (issue 21)."""
     deadline = time.monotonic() + within
     while any(alive(pid) for pid in pids):
         if time.monotonic() > deadline:
