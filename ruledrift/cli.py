@@ -38,6 +38,7 @@ def _validate(args: argparse.Namespace) -> int:
     app.check_policy(policy)
     suite = app.validate(Path(args.config))
     scenarios = app.select_scenarios(suite, tuple(args.scenario or ()))
+    app.check_design(policy, sum(len(s.probes) for s in scenarios))
     console.show_validation(Path(args.config), suite, scenarios, policy)
     return ExitCode.PASSED
 

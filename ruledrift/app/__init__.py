@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ruledrift.app.options import OptionError
-    from ruledrift.app.policy import check_policy, exit_code, most_runs, policy_argv
+    from ruledrift.app.policy import (
+        check_design,
+        check_policy,
+        exit_code,
+        most_runs,
+        policy_argv,
+    )
     from ruledrift.app.reports import REPORTERS, check_reports, write_reports
     from ruledrift.app.requests import (
         PullOutcome,
@@ -49,6 +55,7 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "OptionError": "ruledrift.app.options",
+    "check_design": "ruledrift.app.policy",
     "check_policy": "ruledrift.app.policy",
     "exit_code": "ruledrift.app.policy",
     "most_runs": "ruledrift.app.policy",
@@ -86,6 +93,7 @@ __all__ = [
     "RunRequest",
     "SilentObserver",
     "TargetOverrides",
+    "check_design",
     "check_policy",
     "check_reports",
     "exit_code",

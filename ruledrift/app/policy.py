@@ -78,9 +78,28 @@ def policy_argv(policy: VerdictPolicy) -> list[str]:
     return argv
 
 
+def check_design(policy: VerdictPolicy, probes: int) -> None:
+    """Under `--repeat auto`, a sequential test exists for `probes` probes: a holds-at and a
+    drifted-at a hair apart (0.9999 and 0.9998) need more runs than any test is allowed.
+    Raises OptionError naming both."""
+    if policy.repeat != "auto":
+        return
+    try:
+        sequential_design(policy, probes)
+    except ValueError as error:
+        raise OptionError(
+            "{holds_at} {holds} and {drifted_at} {drifted} are too close for {repeat} auto: "
+            "{why}; widen the gap",
+            holds=f"{policy.holds_at:g}",
+            drifted=f"{policy.drifted_at:g}",
+            why=str(error),
+        ) from None
+
+
 def most_runs(policy: VerdictPolicy, probes: int) -> int:
     """The most runs a scenario takes under `policy` for a selection of `probes` probes."""
     if policy.repeat == "auto":
+        check_design(policy, probes)
         return sequential_design(policy, probes).cap
     return int(policy.repeat)
 

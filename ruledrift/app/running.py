@@ -17,7 +17,13 @@ from ruledrift.adapters.base import Adapter
 from ruledrift.adapters.ollama import OllamaAdapterConfig
 from ruledrift.adapters.registry import adapter_type, create_adapter
 from ruledrift.app.options import OptionError
-from ruledrift.app.policy import check_policy, exit_code, most_runs, short_cap_warning
+from ruledrift.app.policy import (
+    check_design,
+    check_policy,
+    exit_code,
+    most_runs,
+    short_cap_warning,
+)
 from ruledrift.app.reports import check_reports, write_reports
 from ruledrift.app.requests import (
     PullOutcome,
@@ -182,12 +188,14 @@ def run_against(
     the run's seed (`context.seed` of run r is seed + r; default: the suite's, else drawn)."""
     policy = policy or VerdictPolicy()
     check_policy(policy)
+    selected = select_scenarios(suite, scenarios)
+    check_design(policy, sum(len(s.probes) for s in selected))
     return asyncio.run(
         _run_adapter(
             suite,
             adapter,
             concurrency,
-            select_scenarios(suite, scenarios),
+            selected,
             observer or SilentObserver(),
             policy,
             seed=seed,

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from ruledrift.results.comparison import (
+    RUNS_NEEDED_LIMIT,
     CellChange,
     ComparisonResult,
     ProbeChange,
@@ -58,9 +59,14 @@ def _sorted(changes: tuple[ProbeChange, ...]) -> list[ProbeChange]:
 def how_many_runs(result: ComparisonResult) -> str:
     base, head = result.planned
     probes = len(result.probes)
+    needed = (
+        f"{result.runs_needed} runs"
+        if result.runs_needed is not None
+        else f"more than {RUNS_NEEDED_LIMIT:,} runs"
+    )
     return (
         f"Telling a drop from {_share(base)} to {_share(head)} with 80% power in this comparison "
-        f"of {probes} probe(s) takes {result.runs_needed} runs per side (exact one-sided Fisher "
+        f"of {probes} probe(s) takes {needed} per side (exact one-sided Fisher "
         f"test at 5% / {probes}, Holm's first step); a probe whose runs give it less power is "
         "'too few runs to tell'."
     )

@@ -48,7 +48,9 @@ class ComparisonResult:
     added: tuple[str, ...]  # probes in the head only
     removed: tuple[str, ...]  # probes in the base only
     warnings: tuple[str, ...]
-    runs_needed: int  # runs per side to see the planned drop with 80% power, Holm over the probes
+    # runs per side to see the planned drop with 80% power, Holm over the probes (None: more
+    # than RUNS_NEEDED_LIMIT, for a drop too small to plan for)
+    runs_needed: int | None
     planned: tuple[float, float] = (PLANNED_BASE, PLANNED_HEAD)  # the head's holds_at, drifted_at
 
     @property
@@ -93,7 +95,7 @@ def compare_runs(base: RunResult, head: RunResult) -> ComparisonResult:
         added=tuple(key for key in head_probes if key not in base_probes),
         removed=tuple(key for key in base_probes if key not in head_probes),
         warnings=tuple(warnings),
-        runs_needed=runs_per_side(*planned, alpha=0.05 / max(len(probes), 1)),
+        runs_needed=_runs_needed(planned, len(probes)),
         planned=planned,
     )
 
@@ -136,3 +138,15 @@ def _cells(
         CellChange(rule, depth, comparison)
         for (rule, depth), comparison in zip(shared, compared, strict=True)
     )
+
+
+RUNS_NEEDED_LIMIT = 2_000
+
+
+def _runs_needed(planned: tuple[float, float], probes: int) -> int | None:
+    """`runs_per_side` for the planned drop (None past RUNS_NEEDED_LIMIT: a holds-at and a
+    drifted-at a hair apart, such as 0.9999 and 0.9998, need millions of runs)."""
+    try:
+        return runs_per_side(*planned, alpha=0.05 / max(probes, 1), max_runs=RUNS_NEEDED_LIMIT)
+    except ValueError:
+        return None

@@ -311,6 +311,10 @@ def runs_per_side(
     estimate = _normal_runs(p_base, p_head, alpha, power)
     if method == "normal":
         return estimate
+    if estimate > max_runs:  # the exact test is conservative: it needs more, never fewer
+        raise ValueError(
+            f"Fisher's test needs more than {max_runs} runs per side (normal: {estimate})"
+        )
     for runs in range(1, max_runs + 1):
         if fisher_power(runs, p_base, p_head, alpha) >= power:
             return runs

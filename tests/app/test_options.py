@@ -170,3 +170,17 @@ def test_the_defaults_are_the_tables_for_python_and_the_cli() -> None:
         ("include_responses", request.include_responses),
     ):
         assert python == OPTIONS[name].default == getattr(args, name), name
+
+
+def test_bounds_too_close_for_any_sequential_test_are_an_option_error() -> None:
+    """Once a ValueError from the design search: an internal error, exit 4."""
+    policy = VerdictPolicy(repeat="auto", holds_at=0.9999, drifted_at=0.9998)
+    app.check_policy(policy)  # each is in range
+    with pytest.raises(OptionError) as caught:
+        app.check_design(policy, 1)
+    assert as_flags(caught.value) == (
+        "--holds-at 0.9999 and --drifted-at 0.9998 are too close for --repeat auto: no cap up "
+        "to 5000 runs decides within both bounds; widen the gap"
+    )
+    assert str(caught.value).startswith("holds_at 0.9999 and drifted_at 0.9998 are too close")
+    app.check_design(VerdictPolicy(repeat=5, holds_at=0.9999, drifted_at=0.9998), 1)

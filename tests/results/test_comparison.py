@@ -160,3 +160,15 @@ def test_two_auto_reports_are_too_few_runs_to_tell_and_the_footer_counts_the_pro
     document = json.loads(data.read_text())
     assert {p["label"] for p in document["probes"]} == {"no evidence of a change"}
     assert document["runsPerSideNeeded"] == 8
+
+
+def test_a_drop_too_small_to_plan_for_is_said_not_searched_forever() -> None:
+    """--holds-at 0.9999 --drifted-at 0.9998: `compare` once hung in the exact power search
+    and then crashed (exit 4); it now says the runs needed are past the limit."""
+    close = VerdictPolicy(repeat=30, holds_at=0.9999, drifted_at=0.9998)
+    base = replace(with_runs(28, 30), policy=close)
+    head = replace(with_runs(22, 30), policy=close)
+    result = compare_runs(base, head)
+    assert result.runs_needed is None
+    assert json.loads(render_comparison_json(result))["runsPerSideNeeded"] is None
+    assert "takes more than 2,000 runs per side" in render_comparison_markdown(result)

@@ -229,3 +229,10 @@ def test_simulated_power_agrees_with_the_exact_sum() -> None:
     observed = sum(fisher_head_worse(b, 67, h, 67) <= 0.05 for b, h in pairs) / SUITES
     exact = fisher_power(67, 0.95, 0.80)
     assert observed == pytest.approx(exact, abs=4 * math.sqrt(exact * (1 - exact) / SUITES))
+
+
+def test_runs_per_side_refuses_at_once_when_even_the_normal_estimate_is_past_the_limit() -> None:
+    """0.9999 against 0.9998 needs millions of runs: the exact search ran 2,000 sizes of
+    ever longer sums (minutes, `compare` seemed to hang) before it gave up."""
+    with pytest.raises(ValueError, match=r"more than 2000 runs per side \(normal: \d{6,}\)"):
+        runs_per_side(0.9999, 0.9998)
