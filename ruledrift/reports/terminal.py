@@ -25,7 +25,7 @@ _LABELS: dict[Status, str] = {
     "passed": "PASS",
     "failed": "FAIL",
     "error": "ERROR",
-    "inconclusive": "UNDEC",
+    "inconclusive": "INCONCLUSIVE",  # the one name for it, as in every report
 }
 _COLOURS: dict[Status, str] = {"passed": "32", "failed": "31", "error": "33", "inconclusive": "35"}
 _STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "inconclusive")
@@ -68,8 +68,9 @@ def render_scenario(scenario: ScenarioResult, options: TerminalOptions) -> str:
     runs = f", {scenario.runs} runs" if scenario.runs > 1 else ""
     lines = [f"\nscenario {terminal_safe(scenario.scenario.id)}: {status} ({counts}{runs})"]
     width = max((len(p.probe.id) for p in scenario.probes), default=0)
+    label = max((len(_LABELS[p.status]) for p in scenario.probes), default=0)
     for probe in scenario.probes:
-        lines.extend(_probe_lines(scenario, probe, width, options))
+        lines.extend(_probe_lines(scenario, probe, (label, width), options))
     return "\n".join(lines) + "\n"
 
 
@@ -144,15 +145,21 @@ def drift_grid(result: RunResult) -> list[str]:
 
 
 def _probe_lines(
-    scenario: ScenarioResult, result: ProbeResult, width: int, options: TerminalOptions
+    scenario: ScenarioResult,
+    result: ProbeResult,
+    widths: tuple[int, int],
+    options: TerminalOptions,
 ) -> list[str]:
+    """The probe's line, its label padded to the widest of its scenario's (at least 5, so a
+    scenario without an inconclusive probe lines up as it always has), then what explains it."""
     probe = result.probe
-    label = _paint(f"{_LABELS[result.status]:<5}", _COLOURS[result.status], options)
+    label_width, width = max(widths[0], 5), widths[1]
+    label = _paint(f"{_LABELS[result.status]:<{label_width}}", _COLOURS[result.status], options)
     lines = [
         f"  {label}  {probe.id:<{width}}  rule {probe.rule.id}  {probe.rule.severity}  "
         f"after turn {probe.after_turn}"
     ]
-    indent = " " * 9
+    indent = " " * (label_width + 4)
     if result.runs:
         lines[0] += f"  {runs_passed(result)}"
         errors = sum(1 for run in result.runs if run.status == "error")
@@ -161,7 +168,7 @@ def _probe_lines(
         wordings = by_paraphrase(result)
         if wordings:
             tallies = ", ".join(f"#{i} {k}/{n}" for i, k, n in wordings)
-            lines.append(f"{' ' * 9}by paraphrase: {tallies}")
+            lines.append(f"{indent}by paraphrase: {tallies}")
         if result.status != "passed" and result.decided_by:
             lines.append(f"{indent}{terminal_safe(result.decided_by)}")
     lines.extend(f"{indent}- {terminal_safe(a.message)}" for a in result.failed_assertions)
