@@ -123,24 +123,27 @@ def repeats_lines(result: RunResult) -> list[str]:
 
 
 def drift_grid(result: RunResult) -> list[str]:
-    """The drift curve as a compact grid: a row per rule, a column per depth, passes/runs."""
-    curves = drift_curve(result)
-    if not curves:
-        return []
-    depths = sorted({cell.after_turn for curve in curves for cell in curve.cells})
-    corner = "rule \\ after turn"
-    width = max(len(corner), *(len(c.rule.id) for c in curves))
+    """The drift curve as a compact grid: a row per rule, a column per depth, passes/runs;
+    `error` where every run of the rule there errored, `·` where it was not probed."""
     cells = {
         (curve.rule.id, cell.after_turn): f"{cell.rate.passes}/{cell.rate.runs}"
-        for curve in curves
+        for curve in drift_curve(result)
         for cell in curve.cells
     }
+    for probe in result.probes:  # probed there, but every run errored: no rate
+        cells.setdefault((probe.probe.rule.id, probe.probe.after_turn), "error")
+    if not cells:
+        return []
+    rules = [rule.id for rule in result.suite.rules if any(r == rule.id for r, _ in cells)]
+    depths = sorted({depth for _, depth in cells})
+    corner = "rule \\ after turn"
+    width = max(len(corner), *map(len, rules))
     column = max(6, *(len(text) + 1 for text in cells.values()))
-    lines = ["", "drift: passes/runs by depth"]
+    lines = ["", "drift: passes/runs by depth (· not probed there)"]
     lines.append(f"  {corner:<{width}} " + "".join(f"{d:>{column}}" for d in depths))
-    for curve in curves:
-        row = "".join(f"{cells.get((curve.rule.id, d), '·'):>{column}}" for d in depths)
-        lines.append(f"  {curve.rule.id:<{width}} {row}")
+    for rule in rules:
+        row = "".join(f"{cells.get((rule, d), '·'):>{column}}" for d in depths)
+        lines.append(f"  {rule:<{width}} {row}")
     return lines
 
 
