@@ -19,6 +19,7 @@ from ruledrift.reports.sentences import TARGET_DID_NOT_START, policy_rule, run_v
 from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, plan_annotations
 from ruledrift.results.findings import (
     FLAG_TEXT,
+    DriftCell,
     RuleDrift,
     attempt_odds,
     drift_curve,
@@ -239,8 +240,8 @@ def _grid(result: RunResult) -> _Table:
     for probe in result.probes:
         key = (probe.probe.rule.id, probe.probe.after_turn)
         counts.setdefault(key, Counter())[probe.status] += 1
-    rates = {
-        (curve.rule.id, cell.after_turn): cell.rate
+    cells = {
+        (curve.rule.id, cell.after_turn): cell
         for curve in drift_curve(result)
         for cell in curve.cells
     }
@@ -249,44 +250,35 @@ def _grid(result: RunResult) -> _Table:
     stories = {story.rule.id: story.line for story in rule_stories(result)}
     rows = []
     for rule in rules:
-        cells = [markdown(rule.id), rule.severity]
+        row = [markdown(rule.id), rule.severity]
         for turn in turns:
             found = counts.get((rule.id, turn))
-            rate = rates.get((rule.id, turn))
-            cells.append(_grid_cell(found, rate, result.policy) if found else "·")
-        cells.append(markdown(stories.get(rule.id, "")))
-        rows.append(_row(cells))
+            row.append(_grid_cell(found, cells.get((rule.id, turn))) if found else "·")
+        row.append(markdown(stories.get(rule.id, "")))
+        rows.append(_row(row))
     columns = ["Rule", "Severity", *(f"after {t}" for t in turns), "Across depths"]
-    return _Table(_grid_title(result.policy), columns, rows, "rules")
+    return _Table(_GRID_TITLE, columns, rows, "rules")
 
 
-def _grid_title(policy: VerdictPolicy) -> str:
-    return (
-        "### Rules × boundaries\n\n"
-        "Each cell: the pass rate of the rule's runs at that `afterTurn`, with passes/runs "
-        f"({_CUE['holds']} at least {_share(policy.holds_at)}, {_CUE['between']} at least "
-        f"{_share(policy.drifted_at)}, {_CUE['drifted']} less, {_CUE['none']} no finished run), "
-        "then the probes that did not pass: ❌ failed, ⚠️ error, ❔ inconclusive.\n\n"
-    )
+_CUE: dict[Status, str] = {"passed": "🟩", "failed": "🟥", "error": "🟨", "inconclusive": "🟪"}
+_GRID_TITLE = (
+    "### Rules × boundaries\n\n"
+    "Each cell: the rule's verdict at that `afterTurn`, as the HTML report colours it "
+    f"({_CUE['failed']} failed: a probe there failed; else {_CUE['inconclusive']} inconclusive; "
+    f"else {_CUE['error']} error; else {_CUE['passed']} passed), the pass rate of its runs with "
+    "passes/runs, then the probes there that did not pass: ❌ failed, ⚠️ error, ❔ inconclusive.\n\n"
+)
 
 
-_CUE = {"holds": "🟩", "between": "🟨", "drifted": "🟥", "none": "⬜"}
-
-
-def _grid_cell(found: Counter[Status], rate: PassRate | None, policy: VerdictPolicy) -> str:
-    """`🟩 100% (2/2) ⚠️ 1`: colour, rate and counts (colour is never the only cue), then the
-    probes there that did not pass."""
-    shown = f"{_CUE['none']} no runs"
-    if rate is not None:
-        shown = f"{_cue(rate, policy)} {_percent(rate)} ({rate.passes}/{rate.runs})"
+def _grid_cell(found: Counter[Status], cell: DriftCell | None) -> str:
+    """`🟥 80% (4/5) ❌ 1`: the depth's verdict as a colour, the rate and counts (colour is never
+    the only cue), then the probes there that did not pass. Every run errored: `🟨 no runs`."""
+    shown = f"{_CUE['error']} no runs"
+    if cell is not None:
+        rate = cell.rate
+        shown = f"{_CUE[cell.status]} {_percent(rate)} ({rate.passes}/{rate.runs})"
     others: tuple[Status, ...] = ("failed", "error", "inconclusive")
     return " ".join([shown, *(f"{_SYMBOLS[s]} {found[s]}" for s in others if found[s])])
-
-
-def _cue(rate: PassRate, policy: VerdictPolicy) -> str:
-    if rate.rate >= policy.holds_at:
-        return _CUE["holds"]
-    return _CUE["between"] if rate.rate >= policy.drifted_at else _CUE["drifted"]
 
 
 def _percent(rate: PassRate) -> str:
@@ -294,10 +286,6 @@ def _percent(rate: PassRate) -> str:
     if rate.passes * 100 % rate.runs == 0:
         return f"{rate.passes * 100 // rate.runs}%"
     return f"{min(max(rate.rate * 100, 0.1), 99.9):.1f}%"
-
-
-def _share(fraction: float) -> str:
-    return f"{fraction * 100:g}%"
 
 
 # --- the drift chart -------------------------------------------------------------------------

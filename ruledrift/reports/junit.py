@@ -91,7 +91,7 @@ def _run_properties(run: RunResult) -> list[tuple[str, str]]:
     if run.interrupted:
         properties.append(("run.interrupted", "true"))
     for story in rule_stories(run):
-        properties.append((f"rule.{story.rule.id}", f"{story.story}: {story.line}"))
+        properties.append((f"rule.{story.rule.id}", f"{story.tag}: {story.line}"))
     return properties
 
 

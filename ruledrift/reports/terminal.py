@@ -27,7 +27,7 @@ _LABELS: dict[Status, str] = {
     "passed": "PASS",
     "failed": "FAIL",
     "error": "ERROR",
-    "inconclusive": "UNDEC",
+    "inconclusive": "INCONCLUSIVE",  # the one name for it, as in every report
 }
 _COLOURS: dict[Status, str] = {"passed": "32", "failed": "31", "error": "33", "inconclusive": "35"}
 _STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "inconclusive")
@@ -78,8 +78,9 @@ def render_scenario(
     runs = f", {scenario.runs} runs" if scenario.runs > 1 else ""
     lines = [f"\nscenario {terminal_safe(scenario.scenario.id)}: {status} ({counts}{runs})"]
     width = max((len(p.probe.id) for p in scenario.probes), default=0)
+    label = max((len(_LABELS[p.status]) for p in scenario.probes), default=0)
     for probe in scenario.probes:
-        lines.extend(_probe_lines(scenario, probe, width, options, errors))
+        lines.extend(_probe_lines(scenario, probe, (label, width), options, errors))
     return "\n".join(lines) + "\n"
 
 
@@ -148,41 +149,47 @@ def repeats_lines(result: RunResult) -> list[str]:
 
 
 def drift_grid(result: RunResult) -> list[str]:
-    """The drift curve as a compact grid: a row per rule, a column per depth, passes/runs."""
-    curves = drift_curve(result)
-    if not curves:
-        return []
-    depths = sorted({cell.after_turn for curve in curves for cell in curve.cells})
-    corner = "rule \\ after turn"
-    width = max(len(corner), *(len(c.rule.id) for c in curves))
+    """The drift curve as a compact grid: a row per rule, a column per depth, passes/runs;
+    `error` where every run of the rule there errored, `·` where it was not probed."""
     cells = {
         (curve.rule.id, cell.after_turn): f"{cell.rate.passes}/{cell.rate.runs}"
-        for curve in curves
+        for curve in drift_curve(result)
         for cell in curve.cells
     }
+    for probe in result.probes:  # probed there, but every run errored: no rate
+        cells.setdefault((probe.probe.rule.id, probe.probe.after_turn), "error")
+    if not cells:
+        return []
+    rules = [rule.id for rule in result.suite.rules if any(r == rule.id for r, _ in cells)]
+    depths = sorted({depth for _, depth in cells})
+    corner = "rule \\ after turn"
+    width = max(len(corner), *map(len, rules))
     column = max(6, *(len(text) + 1 for text in cells.values()))
-    lines = ["", "drift: passes/runs by depth"]
+    lines = ["", "drift: passes/runs by depth (· not probed there)"]
     lines.append(f"  {corner:<{width}} " + "".join(f"{d:>{column}}" for d in depths))
-    for curve in curves:
-        row = "".join(f"{cells.get((curve.rule.id, d), '·'):>{column}}" for d in depths)
-        lines.append(f"  {curve.rule.id:<{width}} {row}")
+    for rule in rules:
+        row = "".join(f"{cells.get((rule, d), '·'):>{column}}" for d in depths)
+        lines.append(f"  {rule:<{width}} {row}")
     return lines
 
 
 def _probe_lines(
     scenario: ScenarioResult,
     result: ProbeResult,
-    width: int,
+    widths: tuple[int, int],
     options: TerminalOptions,
     errors: dict[str, str],
 ) -> list[str]:
+    """The probe's line, its label padded to the widest of its scenario's (at least 5, so a
+    scenario without an inconclusive probe lines up as it always has), then what explains it."""
     probe = result.probe
-    label = _paint(f"{_LABELS[result.status]:<5}", _COLOURS[result.status], options)
+    label_width, width = max(widths[0], 5), widths[1]
+    label = _paint(f"{_LABELS[result.status]:<{label_width}}", _COLOURS[result.status], options)
     lines = [
         f"  {label}  {probe.id:<{width}}  rule {probe.rule.id}  {probe.rule.severity}  "
         f"after turn {probe.after_turn}"
     ]
-    indent = " " * 9
+    indent = " " * (label_width + 4)
     if result.runs:
         lines[0] += f"  {runs_passed(result)}"
         failed = sum(1 for run in result.runs if run.status == "error") - runs_not_made(result)
@@ -191,7 +198,7 @@ def _probe_lines(
         wordings = by_paraphrase(result)
         if wordings:
             tallies = ", ".join(f"#{i} {k}/{n}" for i, k, n in wordings)
-            lines.append(f"{' ' * 9}by paraphrase: {tallies}")
+            lines.append(f"{indent}by paraphrase: {tallies}")
         if result.status != "passed" and result.decided_by:
             lines.append(f"{indent}{terminal_safe(result.decided_by)}")
     lines.extend(f"{indent}- {terminal_safe(a.message)}" for a in result.failed_assertions)

@@ -2,8 +2,12 @@
 report shows the same findings:
 
 - per rule, the story across depths: held at every depth, first broken after turn N (drift),
-  broken from the start (never obeyed), or not monotonic (broken at a shallow depth, kept at a
-  deeper one);
+  broken from the start (never obeyed), not monotonic (broken at a shallow depth, kept at a
+  deeper one), inconclusive (broken nowhere, left inconclusive somewhere) or not run; with its
+  tag, the words a person reads for it (`STORY_TAGS`: never a verdict's word), and the verdict
+  whose colour the tag wears (green only for a rule held at every depth it was probed at);
+- per rule and depth, the verdict there (`depth_verdict`: any failure is failed), which every
+  grid colours its cell by;
 - warnings about the target (overflow protection on one check only, a server that ignores the
   model name);
 - suspicious passes: a probe that passed on an answer that cannot show much: empty or only
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -31,7 +35,6 @@ from ruledrift.data import (
     ScenarioResult,
     Status,
     VerdictPolicy,
-    combined_status,
 )
 from ruledrift.run.verdicts import CORRELATION, GateOdds, gate_odds
 from ruledrift.stats import PassRate, pass_rate
@@ -47,9 +50,33 @@ FLAG_TEXT: dict[Flag, str] = {
 _CUT_REASONS = frozenset({"length"})  # Ollama's done_reason, OpenAI's finish_reason
 
 
+# What a person reads for each story: words of their own, so that no tag reads as a verdict
+# (a probe's `passed`/`failed`/`inconclusive`, the sequential test's `holds`/`drifted`), and the
+# verdict whose colour the tag wears: green only for a rule held at every depth it was probed at.
+STORY_TAGS: dict[Story, str] = {
+    "held": "held",
+    "drifted": "broken later",
+    "never-obeyed": "never obeyed",
+    "not-monotonic": "not monotonic",
+    "undecided": "inconclusive",
+    "not-run": "not run",
+}
+INCOMPLETE = "incomplete"  # the tag of a rule held where decided, with only errors elsewhere
+_STORY_VERDICTS: dict[Story, Status] = {
+    "held": "passed",
+    "drifted": "failed",
+    "never-obeyed": "failed",
+    "not-monotonic": "failed",
+    "undecided": "inconclusive",
+    "not-run": "error",
+}
+
+
 @dataclass(frozen=True)
 class RuleStory:
-    """One rule across the depths (`afterTurn` values) its probes ran at."""
+    """One rule across the depths (`afterTurn` values) its probes ran at. Each depth is in at
+    most one of the lists: broken (a probe failed), undecided (none failed, one inconclusive),
+    held (one passed, none failed or inconclusive), error (every probe there errored)."""
 
     rule: Rule
     story: Story
@@ -57,30 +84,72 @@ class RuleStory:
     broken_at: tuple[int, ...]  # depths where a probe of the rule failed
     undecided_at: tuple[int, ...] = ()  # depths left inconclusive (`--repeat auto`), none failed
     cut_at: tuple[int, ...] = ()  # depths with runs that --max-calls did not allow
+    error_at: tuple[int, ...] = ()  # depths where every probe of the rule errored
+
+    @property
+    def tag(self) -> str:
+        """The story in a word or two (`broken later`), for a pill or a label."""
+        if self.story == "held" and self.error_at:
+            return INCOMPLETE
+        return STORY_TAGS[self.story]
+
+    @property
+    def verdict(self) -> Status:
+        """The verdict whose colour the tag wears: `passed` only for a rule held at every depth
+        it was probed at; `failed` for one broken anywhere; `inconclusive` for one that is
+        neither; `error` for one held where decided with only errors elsewhere, or not run."""
+        if self.story == "held" and self.error_at:
+            return "error"
+        return _STORY_VERDICTS[self.story]
 
     @property
     def line(self) -> str:
-        """The one-line finding, e.g. `first broken after turn 8 (kept at 0, 4)`."""
+        """The one-line finding, e.g. `first broken after turn 8 (kept at 0, 4; broken at 8)`,
+        then the depths left inconclusive and those where every probe errored, when there are;
+        or what `--max-calls` cut short."""
         if self.cut_at:
             return _cut_line(self)
-        held = ", ".join(map(str, self.held_at))
-        broken = ", ".join(map(str, self.broken_at))
-        undecided = ", ".join(map(str, self.undecided_at))
-        if self.story == "held" and undecided:
-            return f"held at {held}; undecided at {undecided}"
-        if self.story == "held":
+        return self._finding() + self._rest()
+
+    def _finding(self) -> str:
+        held, broken = _depths(self.held_at), _depths(self.broken_at)
+        if self.story == "held" and not self.error_at:
             return f"held at every depth ({held})"
+        if self.story == "held":
+            return f"held at {held}"
         if self.story == "drifted":
-            return (
-                f"first broken after turn {self.broken_at[0]} (kept at {held}; broken at {broken})"
-            )
+            first = self.broken_at[0]
+            return f"first broken after turn {first} (kept at {held}; broken at {broken})"
+        if self.story == "never-obeyed" and self._unseen_before_broken():
+            return f"never seen kept: broken at {broken}"
         if self.story == "never-obeyed":
             return f"broken from the start: never obeyed (broken at {broken})"
+        if self.story == "undecided" and not self.held_at:
+            return f"inconclusive at every depth ({_depths(self.undecided_at)}): none was decided"
         if self.story == "undecided":
-            return f"undecided at every depth ({undecided}): no depth was decided"
+            return f"held at {held}; inconclusive at {_depths(self.undecided_at)}"
         if self.story == "not-monotonic":
             return f"not monotonic: broken at {broken}, kept at {held}"
         return "not run: every probe of this rule errored"
+
+    def _rest(self) -> str:
+        """The depths the finding leaves out: inconclusive ones (but for an undecided rule, whose
+        finding names them), and those where every probe errored (but for a rule not run)."""
+        rest = []
+        if self.undecided_at and self.story != "undecided":
+            rest.append(f"inconclusive at {_depths(self.undecided_at)}")
+        if self.error_at and self.story != "not-run":
+            rest.append(f"error at {_depths(self.error_at)}")
+        return "".join(f"; {words}" for words in rest)
+
+    def _unseen_before_broken(self) -> bool:
+        """Whether a depth shallower than the first broken one was left inconclusive (so the
+        rule was never seen kept, rather than seen broken from the start)."""
+        return any(depth < self.broken_at[0] for depth in self.undecided_at)
+
+
+def _depths(depths: tuple[int, ...]) -> str:
+    return ", ".join(map(str, depths))
 
 
 def rule_stories(result: RunResult) -> tuple[RuleStory, ...]:
@@ -93,33 +162,38 @@ def rule_stories(result: RunResult) -> tuple[RuleStory, ...]:
     )
 
 
+def depth_verdict(statuses: Collection[Status]) -> Status:
+    """A rule's verdict at one depth, from its probes' there: `failed` if any failed (any
+    failure is a broken rule), else `inconclusive` if any was, else `error` if any errored (the
+    evidence is incomplete), else `passed`. The grids colour each cell by it."""
+    for status in ("failed", "inconclusive", "error"):
+        if status in statuses:
+            return status
+    return "passed"
+
+
 def _story(rule: Rule, probes: list[ProbeResult]) -> RuleStory:
-    depths: dict[int, set[str]] = {}
+    depths: dict[int, set[Status]] = {}
     for probe in probes:
         depths.setdefault(probe.probe.after_turn, set()).add(probe.status)
-    broken = tuple(d for d in sorted(depths) if "failed" in depths[d])
-    held = tuple(
-        d
-        for d in sorted(depths)
-        if depths[d] & {"passed"} and not depths[d] & {"failed", "inconclusive"}
-    )
-    undecided = tuple(
-        d for d in sorted(depths) if "inconclusive" in depths[d] and "failed" not in depths[d]
-    )
-    ran = sorted(set(broken) | set(held))
-    if not ran and undecided:
-        return RuleStory(rule, "undecided", held, broken, undecided)
-    if not ran:
-        story: Story = "not-run"
+    ordered = sorted(depths)
+    broken = tuple(d for d in ordered if "failed" in depths[d])
+    undecided = tuple(d for d in ordered if depth_verdict(depths[d]) == "inconclusive")
+    held = tuple(d for d in ordered if "passed" in depths[d] and d not in broken + undecided)
+    errored = tuple(d for d in ordered if depths[d] == {"error"})
+    seen = sorted(held + broken + undecided)
+    story: Story
+    if not seen:
+        story = "not-run"
     elif not broken:
-        story = "held"
+        story = "undecided" if undecided else "held"
     elif any(h > broken[0] for h in held):
         story = "not-monotonic"
-    elif broken[0] == ran[0]:
+    elif not any(h < broken[0] for h in held):
         story = "never-obeyed"
     else:
         story = "drifted"
-    return _with_cuts(RuleStory(rule, story, held, broken, undecided), probes)
+    return _with_cuts(RuleStory(rule, story, held, broken, undecided, error_at=errored), probes)
 
 
 # --- runs that --max-calls did not allow -------------------------------------------------------
@@ -153,7 +227,7 @@ def _cut_line(story: RuleStory) -> str:
         for what, depths in (
             ("kept", story.held_at),
             ("broken", story.broken_at),
-            ("undecided", story.undecided_at),
+            ("inconclusive", story.undecided_at),
         )
         if depths
     ]
@@ -247,7 +321,7 @@ class DriftCell:
 
     after_turn: int
     rate: PassRate  # conversations (scenario runs) there, and those where every probe passed
-    status: Status  # the combined verdict of those probes
+    status: Status  # the rule's verdict there (`depth_verdict`): any failure makes it failed
 
 
 @dataclass(frozen=True)
@@ -290,7 +364,7 @@ def drift_curve(result: RunResult) -> tuple[RuleDrift, ...]:
             kept = _conversations(members)
             if not kept:
                 continue
-            status = combined_status([p.status for _, p in members])
+            status = depth_verdict([p.status for _, p in members])
             row.append(DriftCell(depth, pass_rate(sum(kept.values()), len(kept)), status))
         if row:
             curves.append(RuleDrift(rule, tuple(row)))

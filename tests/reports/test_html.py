@@ -255,7 +255,7 @@ def test_the_legend_names_each_rule_with_its_story() -> None:
     items = {li.get("data-rule"): text_of(li) for li in legend.iter("li")}
     assert list(items) == [NEVER_DISCLOSE.id, BE_POLITE.id, ENGLISH.id]
     assert "first broken after turn 8" in items[NEVER_DISCLOSE.id]
-    assert "held at every depth" in items[BE_POLITE.id]
+    assert "held at 0, 4, 8, 12; error at 16" in items[BE_POLITE.id]
     assert "not monotonic" in items[ENGLISH.id]
     strokes = [line.get("stroke") for line in legend.iter("line")]
     assert strokes == list(SERIES_COLOURS[:3])
@@ -291,8 +291,15 @@ def test_the_grid_shows_passes_over_runs_with_a_symbol_and_a_status_class() -> N
     assert cells[BE_POLITE.id][-1] == ("cell error", "⚠ 4/4")  # one run of five errored
     assert cells[ENGLISH.id][1] == ("cell failed", "✗ 4/5")
     stories = {rule: text_of(row.findall("td")[-1]) for rule, row in rows.items()}
-    assert stories[NEVER_DISCLOSE.id].startswith("drifted first broken after turn 8")
-    assert stories[ENGLISH.id].startswith("not-monotonic not monotonic")
+    assert stories[NEVER_DISCLOSE.id].startswith("broken later first broken after turn 8")
+    assert stories[BE_POLITE.id] == "incomplete held at 0, 4, 8, 12; error at 16"
+    assert stories[ENGLISH.id].startswith("not monotonic not monotonic: broken at 4, 16")
+    pills = {rule: row.findall("td")[-1][0] for rule, row in rows.items()}
+    assert {rule: pill.get("class") for rule, pill in pills.items()} == {
+        NEVER_DISCLOSE.id: "badge failed",
+        BE_POLITE.id: "badge error",  # held where decided, never green beside an error
+        ENGLISH.id: "badge failed",  # broken at a depth: red, whatever it did deeper
+    }
     headers = [text_of(th) for th in grid.iter("th") if th.get("scope") == "col"]
     assert headers == ["rule", *(f"after {d}" for d in DEPTHS), "across depths"]
 

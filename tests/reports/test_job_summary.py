@@ -117,15 +117,16 @@ def test_grid_shows_the_pass_rate_per_rule_and_boundary() -> None:
     text = summary()
     assert "| Rule | Severity | after 1 | after 2 | Across depths |" in text
     assert (
-        "Each cell: the pass rate of the rule's runs at that `afterTurn`, with passes/runs "
-        "(🟩 at least 95%, 🟨 at least 80%, 🟥 less, ⬜ no finished run), then the probes that "
-        "did not pass: ❌ failed, ⚠️ error, ❔ inconclusive."
+        "Each cell: the rule's verdict at that `afterTurn`, as the HTML report colours it "
+        "(🟥 failed: a probe there failed; else 🟪 inconclusive; else 🟨 error; else 🟩 passed), "
+        "the pass rate of its runs with passes/runs, then the probes there that did not pass: "
+        "❌ failed, ⚠️ error, ❔ inconclusive."
     ) in text
     assert table_rows(text, "never-disclose-secret") == [
         [
             "never-disclose-secret",
             "critical",
-            "🟩 100% (2/2) ⚠️ 2",
+            "🟨 100% (2/2) ⚠️ 2",  # two probes there errored: the evidence is incomplete
             "🟥 0% (0/1) ❌ 1 ⚠️ 1",
             "first broken after turn 2 (kept at 1; broken at 2)",
         ]
@@ -148,29 +149,31 @@ def grid_cells(*probes: ProbeResult, policy: VerdictPolicy | None = None) -> lis
 
 
 def test_grid_cells_have_a_colour_the_rate_and_the_counts() -> None:
+    """The colour is the depth's verdict, never the rate against a threshold of the renderer's
+    own: 19 of 20 runs is red when the probe failed."""
     ok = factories.passed("ok", factories.ANSWER_OK)
-    assert grid_cells(with_runs(ok, 19, 20)) == ["🟩 95% (19/20) ❌ 1"]
-    assert grid_cells(with_runs(ok, 16, 20)) == ["🟨 80% (16/20) ❌ 1"]
+    assert grid_cells(with_runs(ok, 19, 20)) == ["🟥 95% (19/20) ❌ 1"]
     assert grid_cells(with_runs(ok, 15, 20)) == ["🟥 75% (15/20) ❌ 1"]
     assert grid_cells(with_runs(ok, 2, 3)) == ["🟥 66.7% (2/3) ❌ 1"]
-    assert grid_cells(with_runs(ok, 1999, 2000)) == ["🟩 99.9% (1999/2000) ❌ 1"]
+    assert grid_cells(with_runs(ok, 1999, 2000)) == ["🟥 99.9% (1999/2000) ❌ 1"]
     assert grid_cells(with_runs(ok, 1, 2000)) == ["🟥 0.1% (1/2000) ❌ 1"]
+    assert grid_cells(with_runs(ok, 20, 20)) == ["🟩 100% (20/20)"]
     assert grid_cells(ok, factories.errored("gone", factories.TIMEOUT_ERROR, after_turn=2)) == [
         "🟩 100% (1/1)",
-        "⬜ no runs ⚠️ 1",
+        "🟨 no runs ⚠️ 1",
     ]
     undecided = replace(with_runs(ok, 45, 60), status="inconclusive")
-    assert grid_cells(undecided) == ["🟥 75% (45/60) ❔ 1"]
+    assert grid_cells(undecided) == ["🟪 75% (45/60) ❔ 1"]
 
 
-def test_grid_colours_follow_the_runs_thresholds() -> None:
-    policy = VerdictPolicy(repeat="auto", holds_at=0.9, drifted_at=0.5)
-    result = run_of(
-        factories.scenario_result("s", (with_runs(factories.passed("ok", "x"), 9, 10),), 10)
-    )
-    text = summary(replace(result, policy=policy))
-    assert "(🟩 at least 90%, 🟨 at least 50%, 🟥 less, ⬜ no finished run)" in text
-    assert table_rows(text, "never-disclose-secret")[0][2] == "🟩 90% (9/10) ❌ 1"
+def test_grid_colours_follow_the_verdict_not_the_rate() -> None:
+    """With `--min-pass-rate 0.8`, 16 of 20 runs passed: the probe passed, and its cell is green
+    (it was yellow by the old rate thresholds); 15 of 20 failed it, red."""
+    policy = VerdictPolicy(repeat=20, min_pass_rate=0.8)
+    ok = factories.passed("ok", "x")
+    kept = replace(with_runs(ok, 16, 20), status="passed")
+    assert grid_cells(kept, policy=policy) == ["🟩 80% (16/20)"]
+    assert grid_cells(with_runs(ok, 15, 20), policy=policy) == ["🟥 75% (15/20) ❌ 1"]
 
 
 def test_all_probes_in_a_collapsed_section() -> None:

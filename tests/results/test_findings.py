@@ -67,7 +67,7 @@ def run(*probes: ProbeResult) -> RunResult:
         (
             [(0, "passed"), (0, "error"), (4, "error"), (8, "failed")],
             "drifted",
-            "first broken after turn 8 (kept at 0; broken at 8)",
+            "first broken after turn 8 (kept at 0; broken at 8); error at 4",
         ),
     ],
 )
@@ -207,14 +207,18 @@ def test_target_warnings_name_weak_overflow_protection_and_an_ignored_model_name
 
 
 def test_undecided_depths_are_never_called_held() -> None:
+    """A rule held at some depths and inconclusive at others is inconclusive, in the same word
+    every report uses, and its tag wears the inconclusive colour, never the held one."""
     undecided = replace(at(8, "passed"), status="inconclusive")
     [found] = rule_stories(run(at(0, "passed"), at(4, "passed"), undecided))
-    assert (found.story, found.line) == ("held", "held at 0, 4; undecided at 8")
+    assert (found.story, found.line) == ("undecided", "held at 0, 4; inconclusive at 8")
+    assert (found.tag, found.verdict) == ("inconclusive", "inconclusive")
     [found] = rule_stories(run(undecided))
     assert (found.story, found.line) == (
         "undecided",
-        "undecided at every depth (8): no depth was decided",
+        "inconclusive at every depth (8): none was decided",
     )
+    assert (found.tag, found.verdict) == ("inconclusive", "inconclusive")
 
 
 def test_a_drift_cell_counts_conversations_not_the_probe_runs_that_share_one() -> None:

@@ -3,6 +3,7 @@ as an inline SVG chart, and its legend. Made only through `markup.el`."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -67,7 +68,9 @@ def drift_chart(curves: Sequence[RuleDrift], result: RunResult) -> Html:
     depths = sorted({cell.after_turn for curve in curves for cell in curve.cells})
     labelled = result.policy.repeat == "auto" or result.policy.min_pass_rate is not None
     frame = _Frame(first=depths[0], last=depths[-1], right=130 if labelled else 24)
-    series = [_series(index, curve, frame, len(curves)) for index, curve in enumerate(curves)]
+    series = [
+        _series(index, curve, frame, len(curves), depths) for index, curve in enumerate(curves)
+    ]
     return el(
         "svg",
         el("title", "Pass rate by depth, one line per rule"),
@@ -136,14 +139,11 @@ def _thresholds(frame: _Frame, result: RunResult) -> Html | None:
     return el("g", parts, class_="thresholds")
 
 
-def _series(index: int, curve: RuleDrift, frame: _Frame, count: int) -> Html:
+def _series(index: int, curve: RuleDrift, frame: _Frame, count: int, depths: Sequence[int]) -> Html:
     colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
     dodge = (index - (count - 1) / 2) * min(8.0, 48 / count)  # bars of rules side by side
     points = [(frame.x(cell.after_turn) + dodge, cell) for cell in curve.cells]
-    line = " ".join(
-        f"{'M' if n == 0 else 'L'}{x:.1f},{frame.y(cell.rate.rate):.1f}"
-        for n, (x, cell) in enumerate(points)
-    )
+    line = _line(points, frame, _joined(curve, depths))
     marks = [_point(x, cell, frame, curve, index, colour) for x, cell in points]
     return el(
         "g",
@@ -158,6 +158,26 @@ def _series(index: int, curve: RuleDrift, frame: _Frame, count: int) -> Html:
         marks,
         class_="series",
         data_rule=curve.rule.id,
+    )
+
+
+def _joined(curve: RuleDrift, depths: Sequence[int]) -> list[bool]:
+    """For each cell after the first: whether the line reaches it from the one before, which it
+    does only when no depth of the chart lies between them (a depth the rule was not probed at,
+    or where every run errored, has no point: the line breaks there instead of drawing a rate
+    nobody measured)."""
+    column = {depth: position for position, depth in enumerate(depths)}
+    turns = [cell.after_turn for cell in curve.cells]
+    return [column[b] == column[a] + 1 for a, b in itertools.pairwise(turns)]
+
+
+def _line(points: list[tuple[float, DriftCell]], frame: _Frame, joined: list[bool]) -> str:
+    """The path through the measured points: `L` to a point joined to the one before, `M` (a
+    new stretch) after a gap."""
+    moves = ["M", *("L" if step else "M" for step in joined)]
+    return " ".join(
+        f"{move}{x:.1f},{frame.y(cell.rate.rate):.1f}"
+        for move, (x, cell) in zip(moves, points, strict=True)
     )
 
 

@@ -46,13 +46,6 @@ RUNS_LISTED = 20  # runs that did not pass, listed per probe
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 _SYMBOLS: dict[Status, str] = {"passed": "✓", "failed": "✗", "error": "⚠", "inconclusive": "?"}
-_STORY_CLASS = {
-    "held": "passed",
-    "drifted": "failed",
-    "never-obeyed": "failed",
-    "not-monotonic": "inconclusive",
-    "not-run": "error",
-}
 
 
 def _cut(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
@@ -242,7 +235,10 @@ def _grid_row(
         else:
             row.append(el("td", "·", class_="cell empty"))
     story_cell = el(
-        "td", el("span", story.story, class_=f"badge {_STORY_CLASS[story.story]}"), " ", story.line
+        "td",
+        el("span", story.tag, class_=f"badge {story.verdict}", data_story=story.story),
+        " ",
+        story.line,
     )
     name = el(
         "th", el("strong", rule.id), el("span", f" {rule.severity}", class_="muted"), scope="row"
