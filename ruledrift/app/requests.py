@@ -104,7 +104,12 @@ class RunPlan:
     suite: Suite
     scenarios: tuple[Scenario, ...]
     probes: int
-    model_calls: int
+    model_calls: int  # under --repeat auto the most (every probe running to the cap)
+    runs: int = 1  # runs of each scenario: --repeat N, or under --repeat auto the cap
+    # --repeat auto: the model calls expected if every probe passes each run with the chance
+    # --holds-at names (`stats.expected_calls`); None when the calls are known in advance
+    expected_calls: int | None = None
+    policy: VerdictPolicy = field(default_factory=VerdictPolicy)  # the run's --repeat and verdicts
 
 
 @dataclass(frozen=True)
