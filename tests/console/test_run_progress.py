@@ -7,7 +7,9 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
+import pty
 import re
+import select
 import subprocess
 import sys
 import time
@@ -118,7 +120,9 @@ def test_a_run_without_a_tty_prints_progress_lines_while_it_runs(tmp_path: Path)
         deadline = time.monotonic() + 60
         while not any("scenario smalltalk finished" in line for line in lines):
             assert time.monotonic() < deadline, lines
-            lines.append(process.stderr.readline())
+            line = process.stderr.readline()
+            assert line, lines  # stderr ended before the first scenario's line
+            lines.append(line)
         assert process.poll() is None  # the other scenario's five calls are still to come
         periodic = [line for line in lines if PROGRESS.match(line) and "finished" not in line]
         assert periodic, lines  # lines came while the first scenario ran
@@ -176,3 +180,39 @@ def test_repeats_end_with_every_probe_run_counted_against_its_total(tmp_path: Pa
     assert probe_runs <= most_probe_runs
     runs = probe_runs // 4  # the agent never leaks: every probe holds after the same runs
     assert (calls, probe_runs) == (10 * runs, 4 * runs)  # a run: 3 turns + 2 probes, twice
+
+
+def run_in_tty(args: list[str | Path]) -> str:
+    """Run ruledrift with stdout and stderr on a pseudo-terminal; everything it printed."""
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in CI_VARIABLES}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ruledrift", *map(str, args)],
+        stdout=follower,
+        stderr=follower,
+        env=env,
+    )
+    os.close(follower)
+    chunks = []
+    while select.select([leader], [], [], 60)[0]:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    process.wait(timeout=60)
+    os.close(leader)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+@pytest.mark.process
+def test_the_terminal_counter_under_repeats_never_passes_its_total(tmp_path: Path) -> None:
+    """Once wrong as `12/4 probes`: with --repeat 3 the counter counts probe runs of 3 x 4."""
+    shown = run_in_tty(["run", two_scenario_suite(tmp_path), "--repeat", "3"])
+    counters = re.findall(r"(\d+)/(\d+) model calls · (\d+)/(\d+) probe runs", shown)
+    assert counters, shown
+    assert all(int(done) <= int(total) for c in counters for done, total in (c[:2], c[2:]))
+    assert counters[-1] == ("30", "30", "12", "12")
+    assert "progress" not in shown  # a TTY has the counter, not the log lines
