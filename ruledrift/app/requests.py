@@ -98,6 +98,17 @@ class PullOutcome:
 
 
 @dataclass(frozen=True)
+class ExpectedCalls:
+    """The model calls a `--repeat auto` run is expected to make (`stats.expected_calls`): when
+    every probe passes each run with the chance `pass_rate` (`--holds-at`), independently, and
+    when no answer ever fails (every probe stops at its first "holds")."""
+
+    pass_rate: float
+    calls: int
+    never_failing: int
+
+
+@dataclass(frozen=True)
 class RunPlan:
     """What a run is about to do, told to the observer before the first call."""
 
@@ -106,10 +117,7 @@ class RunPlan:
     probes: int
     model_calls: int  # under --repeat auto the most (every probe running to the cap)
     runs: int = 1  # runs of each scenario: --repeat N, or under --repeat auto the cap
-    # --repeat auto: the model calls expected if every probe passes each run with the chance
-    # --holds-at names (`stats.expected_calls`); None when the calls are known in advance
-    expected_calls: int | None = None
-    policy: VerdictPolicy = field(default_factory=VerdictPolicy)  # the run's --repeat and verdicts
+    expected: ExpectedCalls | None = None  # --repeat auto; None: the calls are known in advance
 
 
 @dataclass(frozen=True)

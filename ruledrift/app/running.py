@@ -20,6 +20,7 @@ from ruledrift.app.options import OptionError
 from ruledrift.app.policy import check_policy, exit_code, most_runs, short_cap_warning
 from ruledrift.app.reports import check_reports, write_reports
 from ruledrift.app.requests import (
+    ExpectedCalls,
     PullOutcome,
     PullRequest,
     RunObserver,
@@ -115,22 +116,25 @@ def run_plan(
     suite: Suite, scenarios: tuple[Scenario, ...], policy: VerdictPolicy, selection: int
 ) -> RunPlan:
     """What running `scenarios` (of a selection of `selection` probes) under `policy` takes:
-    exact calls for N runs; for --repeat auto the most, and the number expected if every probe
-    passes each run with the chance `--holds-at` names."""
+    exact calls for N runs; for --repeat auto the most, and the numbers expected if every probe
+    passes each run with the chance `--holds-at` names and if none ever fails."""
     runs = most_runs(policy, selection)
     expected = None
     if policy.repeat == "auto":
         design = sequential_design(policy, selection)
         depths = [[p.after_turn for p in s.probes] for s in scenarios]
-        expected = round(expected_calls(design, policy.holds_at, depths))
+        expected = ExpectedCalls(
+            policy.holds_at,
+            calls=round(expected_calls(design, policy.holds_at, depths)),
+            never_failing=round(expected_calls(design, 1.0, depths)),
+        )
     return RunPlan(
         suite,
         scenarios,
         probes=sum(len(s.probes) for s in scenarios),
         model_calls=runs * sum(s.model_calls for s in scenarios),
         runs=runs,
-        expected_calls=expected,
-        policy=policy,
+        expected=expected,
     )
 
 

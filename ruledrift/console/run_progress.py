@@ -27,20 +27,22 @@ def plan_header(plan: app.RunPlan) -> str:
     expected beside the most, and the assumption behind the expected number."""
     suite, adapter = plan.suite, plan.suite.adapter
     model = f", model {terminal_safe(adapter.model)}" if adapter.model else ""
+    expected = plan.expected
     calls = f"{plan.model_calls} model call(s)"
-    if plan.expected_calls is not None:
-        calls = f"about {plan.expected_calls} model call(s), at most {plan.model_calls}"
+    if expected is not None:
+        calls = f"about {expected.calls} model call(s), at most {plan.model_calls}"
     lines = [
         f"RuleDrift {__version__}: suite {preview(repr(suite.name))} "
         f"({adapter.type} adapter{model})",
         f"{terminal_safe(str(suite.path))}: {len(plan.scenarios)} scenario(s), "
         f"{plan.probes} probe(s), {calls}",
     ]
-    if plan.expected_calls is not None:
+    if expected is not None:
         lines.append(
-            f"--repeat auto runs each probe until its verdict, at most {plan.runs} times; "
-            f"about: if every probe passes {_percent(plan.policy.holds_at)} of its runs "
-            "(--holds-at)"
+            f"--repeat auto runs each probe until its verdict, at most {plan.runs} times: "
+            f"about {expected.calls} calls if every probe passes "
+            f"{_percent(expected.pass_rate)} of its runs (--holds-at), "
+            f"{expected.never_failing} if no answer fails"
         )
     return "\n".join(lines)
 
@@ -63,8 +65,8 @@ class Counts:
         """`41/66 model calls · 12/21 probes · 1 not passed`; with repeats `probe runs`, and
         under `--repeat auto` the totals as maxima (`/≤`)."""
         plan = self.plan
-        upto = "/" if plan.expected_calls is None else "/≤"
-        probes = "probes" if plan.runs == 1 and plan.expected_calls is None else "probe runs"
+        upto = "/" if plan.expected is None else "/≤"
+        probes = "probes" if plan.runs == 1 and plan.expected is None else "probe runs"
         return (
             f"{self.calls}{upto}{plan.model_calls} model calls · "
             f"{self.probe_runs}{upto}{plan.runs * plan.probes} {probes} · "

@@ -52,8 +52,8 @@ def test_the_counter_counts_runs_times_probes_under_repeat_n(tmp_path: Path) -> 
 
 def test_under_repeat_auto_the_totals_are_maxima(tmp_path: Path) -> None:
     plan = plan_of(tmp_path, VerdictPolicy(repeat="auto"))
-    assert plan.expected_calls is not None
-    assert plan.expected_calls < plan.model_calls
+    assert plan.expected is not None
+    assert plan.expected.calls < plan.model_calls
     counts = Counts(plan, calls=100, probe_runs=40)
     cap = plan.runs
     assert counts.text() == (
@@ -66,11 +66,16 @@ def test_the_header_of_repeat_auto_shows_the_expected_calls_beside_the_most(
 ) -> None:
     plan = plan_of(tmp_path, VerdictPolicy(repeat="auto", holds_at=0.9))
     shown = plan_header(plan)
+    expected = plan.expected
+    assert expected is not None
     assert (
-        f"2 scenario(s), 4 probe(s), about {plan.expected_calls} model call(s), "
+        f"2 scenario(s), 4 probe(s), about {expected.calls} model call(s), "
         f"at most {plan.model_calls}\n"
     ) in shown + "\n"
-    assert f"at most {plan.runs} times; about: if every probe passes 90% of its runs" in shown
+    assert shown.endswith(
+        f"at most {plan.runs} times: about {expected.calls} calls if every probe passes 90% of "
+        f"its runs (--holds-at), {expected.never_failing} if no answer fails"
+    )
     fixed = plan_header(plan_of(tmp_path, VerdictPolicy(repeat=2)))
     assert fixed.endswith("2 scenario(s), 4 probe(s), 20 model call(s)")
     assert "about" not in fixed
