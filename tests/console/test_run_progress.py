@@ -19,8 +19,10 @@ import pytest
 
 from ruledrift import app
 from ruledrift.app.running import run_plan
+from ruledrift.console.commands import progress_every
 from ruledrift.console.run_progress import Counts, ProgressLog, plan_header
 from ruledrift.data import ProbeResult, VerdictPolicy
+from ruledrift.errors import UsageError
 from ruledrift.suite.load import load_suite
 from tests.support import AGENTS
 from tests.support.cli_process import CI_VARIABLES
@@ -221,3 +223,11 @@ def test_the_terminal_counter_under_repeats_never_passes_its_total(tmp_path: Pat
     assert all(int(done) <= int(total) for c in counters for done, total in (c[:2], c[2:]))
     assert counters[-1] == ("30", "30", "12", "12")
     assert "progress" not in shown  # a TTY has the counter, not the log lines
+
+
+@pytest.mark.parametrize("given", ["0", "-1", "nan", "inf", "1e9", "soon", ""])
+def test_a_progress_pace_out_of_range_is_a_usage_error(given: str) -> None:
+    with pytest.raises(UsageError, match="RULEDRIFT_PROGRESS_SECONDS: expected seconds from"):
+        progress_every({"RULEDRIFT_PROGRESS_SECONDS": given})
+    assert progress_every({"RULEDRIFT_PROGRESS_SECONDS": "2.5"}) == 2.5
+    assert progress_every({}) == 60
