@@ -98,13 +98,26 @@ class PullOutcome:
 
 
 @dataclass(frozen=True)
+class ExpectedCalls:
+    """The model calls a `--repeat auto` run is expected to make (`stats.expected_calls`): when
+    every probe passes each run with the chance `pass_rate` (`--holds-at`), independently, and
+    when no answer ever fails (every probe stops at its first "holds")."""
+
+    pass_rate: float
+    calls: int
+    never_failing: int
+
+
+@dataclass(frozen=True)
 class RunPlan:
     """What a run is about to do, told to the observer before the first call."""
 
     suite: Suite
     scenarios: tuple[Scenario, ...]
     probes: int
-    model_calls: int
+    model_calls: int  # under --repeat auto the most (every probe running to the cap)
+    runs: int = 1  # runs of each scenario: --repeat N, or under --repeat auto the cap
+    expected: ExpectedCalls | None = None  # --repeat auto; None: the calls are known in advance
 
 
 @dataclass(frozen=True)

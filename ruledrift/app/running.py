@@ -26,6 +26,7 @@ from ruledrift.app.policy import (
 )
 from ruledrift.app.reports import check_reports, write_reports
 from ruledrift.app.requests import (
+    ExpectedCalls,
     PullOutcome,
     PullRequest,
     RunObserver,
@@ -56,6 +57,8 @@ from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_model
 from ruledrift.results.json_load import read_report
 from ruledrift.results.shards import SOURCE_VARIABLES, Shard, expected_times, shard_of
 from ruledrift.run.runner import SEED_RANGE, configured_seed, not_run, run_suite
+from ruledrift.run.verdicts import sequential_design
+from ruledrift.stats import expected_calls
 from ruledrift.suite.load import load_suite
 
 
@@ -90,15 +93,7 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
     reports = request.reports
     check_reports(reports, {report_target(suite.path): "the suite itself"})
     selection = sum(len(s.probes) for s in selected_scenarios)
-    runs = most_runs(policy, selection)
-    observer.run_starting(
-        RunPlan(
-            suite,
-            scenarios,
-            probes=sum(len(s.probes) for s in scenarios),
-            model_calls=runs * sum(s.model_calls for s in scenarios),  # auto: at most
-        )
-    )
+    observer.run_starting(run_plan(suite, scenarios, policy, selection))
     warning = short_cap_warning(policy, selection)
     if warning:
         observer.warning(warning)
@@ -121,6 +116,32 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
     written, failed = write_reports(result, reports, request.include_responses)
     code = exit_code(result, reports_failed=bool(failed))
     return RunOutcome(request, result, code, written, failed)
+
+
+def run_plan(
+    suite: Suite, scenarios: tuple[Scenario, ...], policy: VerdictPolicy, selection: int
+) -> RunPlan:
+    """What running `scenarios` (of a selection of `selection` probes) under `policy` takes:
+    exact calls for N runs; for --repeat auto the most, and the numbers expected if every probe
+    passes each run with the chance `--holds-at` names and if none ever fails."""
+    runs = most_runs(policy, selection)
+    expected = None
+    if policy.repeat == "auto":
+        design = sequential_design(policy, selection)
+        depths = [[p.after_turn for p in s.probes] for s in scenarios]
+        expected = ExpectedCalls(
+            policy.holds_at,
+            calls=round(expected_calls(design, policy.holds_at, depths)),
+            never_failing=round(expected_calls(design, 1.0, depths)),
+        )
+    return RunPlan(
+        suite,
+        scenarios,
+        probes=sum(len(s.probes) for s in scenarios),
+        model_calls=runs * sum(s.model_calls for s in scenarios),
+        runs=runs,
+        expected=expected,
+    )
 
 
 def _cut_shard(

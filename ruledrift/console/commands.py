@@ -7,8 +7,10 @@ The application layer (app/) decides and writes files; this module only shows.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+import threading
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,18 +23,19 @@ from ruledrift.app.options import OptionError, as_flags
 from ruledrift.console import github, output
 from ruledrift.console.not_run import render_not_run_annotations, render_not_run_summary
 from ruledrift.console.pull_progress import PullProgressPrinter
-from ruledrift.console.run_progress import Progress
+from ruledrift.console.run_progress import (
+    PROGRESS_EVERY,
+    Counts,
+    Progress,
+    ProgressLog,
+    plan_header,
+)
 from ruledrift.data import ProbeResult, RunResult, Scenario, ScenarioResult, Suite, VerdictPolicy
 from ruledrift.errors import ConfigError, RuleDriftError, UsageError
 from ruledrift.ollama.api import PullProgress
 from ruledrift.reports import workflow_commands
 from ruledrift.reports.comparison import render_comparison_text
-from ruledrift.reports.terminal import (
-    TerminalOptions,
-    header,
-    render_ending,
-    render_scenario,
-)
+from ruledrift.reports.terminal import TerminalOptions, render_ending, render_scenario
 from ruledrift.results.findings import gate_words
 from ruledrift.run.verdicts import gate_odds
 from ruledrift.text import terminal_lines, terminal_safe
@@ -68,7 +71,9 @@ def terminal_options(
 
 class ConsoleObserver:
     """A RunObserver that prints: the header, each scenario's results as soon as it finishes,
-    and a progress line (on a TTY) to stdout; pull progress and warnings to stderr."""
+    and a progress line (on a TTY) to stdout; pull progress and warnings to stderr, and when
+    stdout is no TTY (a CI log) plain progress lines, every `progress_every` seconds and when a
+    scenario finishes."""
 
     def __init__(
         self,
@@ -77,13 +82,18 @@ class ConsoleObserver:
         stderr: TextIO,
         options: TerminalOptions | None = None,
         environ: Mapping[str, str] | None = None,
+        progress_every: float = PROGRESS_EVERY,
     ) -> None:
         self._display = display
         self._stdout = stdout
         self._stderr = stderr
         self._options = options or TerminalOptions(quiet=display.quiet)
         self._on_github = workflow_commands.enabled(environ or {})
+        self._every = progress_every
+        self._counts: Counts | None = None
         self._progress: Progress | None = None
+        self._log: ProgressLog | None = None
+        self._stderr_lock = threading.Lock()  # the progress thread writes to stderr too
         self._pull: PullProgressPrinter | None = None
         self.shown: set[str] = set()  # scenarios whose results are printed
         self.errors: dict[str, str] = {}  # errors printed, each once (render_scenario)
@@ -96,40 +106,56 @@ class ConsoleObserver:
         shown = render_scenario(result, self._options, self.errors)
         write_report_text(shown, self._stdout, self._on_github)
         self.shown.add(result.scenario.id)
+        if self._counts and self._log:
+            self._counts.scenarios += 1
+            self._log.scenario_finished(result.scenario)
 
     def run_starting(self, plan: app.RunPlan) -> None:
         if self._display.quiet:
             return
-        shown = header(plan.suite, len(plan.scenarios), plan.probes, plan.model_calls)
-        print(shown, file=self._stdout, flush=True)
+        print(plan_header(plan), file=self._stdout, flush=True)
+        self._counts = Counts(plan)
         if self._stdout.isatty():
-            self._progress = Progress(self._stdout, plan.model_calls, plan.probes)
+            self._progress = Progress(self._stdout, self._counts)
+        else:
+            self._log = ProgressLog(self._stderr, self._counts, self._every, self._stderr_lock)
+            self._log.start()
 
     def run_stopped(self) -> None:
         if self._progress:
             self._progress.clear()
             self._progress = None
+        if self._log:
+            self._log.stop()
+            self._log = None
 
     def call_finished(self, scenario: Scenario) -> None:
+        if self._counts:
+            self._counts.calls += 1
         if self._progress:
             self._progress.call_finished(scenario)
 
     def probe_finished(self, scenario: Scenario, result: ProbeResult) -> None:
+        if self._counts:
+            self._counts.probe_finished(result)
         if self._progress:
             self._progress.probe_finished(scenario, result)
 
     def pull_progress(self, event: PullProgress) -> None:
         if self._pull is None:
             self._pull = PullProgressPrinter(self._stderr, self._stderr.isatty())
-        self._pull(event)
+        with self._stderr_lock:
+            self._pull(event)
 
     def pull_stopped(self) -> None:
         if self._pull is not None:
-            self._pull.close()
+            with self._stderr_lock:
+                self._pull.close()
             self._pull = None
 
     def warning(self, message: str) -> None:
-        self._stderr.write(f"ruledrift: {terminal_safe(message)}\n")
+        with self._stderr_lock:
+            self._stderr.write(f"ruledrift: {terminal_safe(message)}\n")
 
 
 def run(
@@ -140,10 +166,29 @@ def run(
     """Run `request` with a console observer, then show the outcome."""
     environ = os.environ if environ is None else environ
     options = terminal_options(request, display, environ, sys.stdout)
-    observer = ConsoleObserver(display, sys.stdout, sys.stderr, options, environ)
+    every = progress_every(environ)
+    observer = ConsoleObserver(display, sys.stdout, sys.stderr, options, environ, every)
     outcome = app.run(request, observer)
     show_outcome(outcome, display, environ, sys.stdout, observer.shown, observer.errors)
     return outcome
+
+
+PROGRESS_VARIABLE = "RULEDRIFT_PROGRESS_SECONDS"
+
+
+def progress_every(environ: Mapping[str, str]) -> float:
+    """The seconds between two plain progress lines: `RULEDRIFT_PROGRESS_SECONDS`, else a
+    minute. Raises UsageError (exit 2) for anything but a number from 0.01 to 86400."""
+    given = environ.get(PROGRESS_VARIABLE)
+    if given is None:
+        return PROGRESS_EVERY
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = math.nan
+    if not 0.01 <= seconds <= 86400:  # also NaN
+        raise UsageError(f"{PROGRESS_VARIABLE}: expected seconds from 0.01 to 86400, not {given!r}")
+    return seconds
 
 
 def write_report_text(text: str, out: TextIO, on_github: bool) -> None:

@@ -5,6 +5,8 @@
   sequential test, `decide` with a `SequentialDesign` whose cap decides every probe), with exact
   error rates and run counts; fixed-size designs for comparison (`fixed_design`,
   `zero_failure_runs`).
+- `expected`: the model calls `--repeat auto` is expected to make, beside the most
+  (`expected_calls`).
 - `operating`: the operating table of a whole suite (`python -m ruledrift.stats.operating`).
 - `compare`: base against head: Newcombe's interval for the drop, one-sided Fisher exact
   p-values, Holm's adjustment over a suite, a label per probe (power-based "too few runs to
@@ -27,6 +29,7 @@ from ruledrift.stats.compare import (
     runs_per_side,
     smallest_p_value,
 )
+from ruledrift.stats.expected import expected_calls
 from ruledrift.stats.intervals import (
     PassRate,
     beta_binomial_pmf,
@@ -63,6 +66,7 @@ __all__ = [
     "compare_suite",
     "comparison_power",
     "decide",
+    "expected_calls",
     "fisher_head_worse",
     "fisher_power",
     "fixed_design",
