@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ruledrift import __version__
-from ruledrift.data import ProbeResult, RunResult, ScenarioResult, Status, Suite
+from ruledrift.data import ProbeResult, RunResult, ScenarioResult, Status
 from ruledrift.reports.sentences import counts, run_verdict, runs_passed
 from ruledrift.results.findings import (
     FLAG_TEXT,
@@ -43,17 +42,6 @@ class TerminalOptions:
 
 def _paint(text: str, code: str, options: TerminalOptions) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if options.colour else text
-
-
-def header(suite: Suite, scenarios: int, probes: int, calls: int) -> str:
-    adapter = suite.adapter
-    model = f", model {terminal_safe(adapter.model)}" if adapter.model else ""
-    return (
-        f"RuleDrift {__version__}: suite {preview(repr(suite.name))} "
-        f"({adapter.type} adapter{model})\n"
-        f"{terminal_safe(str(suite.path))}: {scenarios} scenario(s), {probes} probe(s), "
-        f"{calls} model call(s)"
-    )
 
 
 def render_terminal(result: RunResult, options: TerminalOptions) -> str:
