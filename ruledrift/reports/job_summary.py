@@ -37,7 +37,7 @@ SUMMARY_MAX_BYTES = 900 * 1024  # GitHub drops a step summary over 1 MiB
 SUMMARY_MIN_BYTES = 32 * 1024  # less room than this left in the file: no summary at all
 CELL_MAX_CHARS = 500
 RERUN_MAX_SCENARIOS = 50
-CHART_MAX_RULES = 12  # lines in the drift chart; more would be a tangle
+CHART_MAX_RULES = 8  # lines in the drift charts, one per colour; more would be a tangle
 CHART_NAME_MAX_CHARS = 200  # a rule id in the list below the chart
 
 _SYMBOLS: dict[Status, str] = {"passed": "✅", "failed": "❌", "error": "⚠️", "inconclusive": "❔"}
@@ -304,42 +304,77 @@ class _Chart:
 
 
 def _chart(result: RunResult) -> _Chart:
-    """The drift curve as a Mermaid `xychart-beta` line chart: pass rate (%) by depth, a line per
-    rule, with a list below that names the lines. Only with more than one depth.
+    """The drift curve as Mermaid `xychart-beta` line charts: pass rate (%) by depth, a line per
+    rule over the depths it has a pass rate at, with a list below each chart that names its
+    lines. Only when the run has more than one depth.
+
+    An xychart line has a value at every category of its x-axis, so the rules are drawn in one
+    chart per set of depths: the rules probed at the same depths share a chart, a rule probed at
+    other depths gets its own, and no line crosses a depth its rule has no point at. A rule with
+    a finished run at one depth only has no line to draw and is named.
 
     Mermaid has no escape for `"` in a string, reads `%%{…}%%` anywhere as a directive, and a
     line of backticks would end the Markdown fence: so no text from the suite goes into the
     chart. The lines are `rule 1`, `rule 2`… (the legend, where GitHub's Mermaid draws one) and
-    the list below names each rule, escaped as any Markdown, with its values in words. A line
-    needs a value at every depth: a rule without a finished run at some depth is named, not drawn.
+    the list below names each rule, escaped as any Markdown, with its colour and its values.
     """
     curves = drift_curve(result)
-    depths = sorted({cell.after_turn for curve in curves for cell in curve.cells})
-    if len(depths) < 2:
+    if len({cell.after_turn for curve in curves for cell in curve.cells}) < 2:
         return _Chart("")
-    complete = [curve for curve in curves if len(curve.cells) == len(depths)]
-    drawn = _lowest(complete, CHART_MAX_RULES)
-    gaps = [curve for curve in curves if len(curve.cells) < len(depths)]
+    lines = [curve for curve in curves if len(curve.cells) > 1]
+    drawn = _lowest(lines, CHART_MAX_RULES)
+    single = [curve for curve in curves if len(curve.cells) == 1]
+    groups = _by_depths(drawn)
     text = "### Drift curve\n\n"
     if drawn:
         text += (
             "The pass rate of each rule's runs by depth (`afterTurn`): a line that falls to the "
-            "right is a rule the target forgets as the conversation grows.\n\n"
-            + _mermaid(depths, drawn)
-            + f"The lines, at depths {' → '.join(map(str, depths))}, in the order of their "
-            "colours (and of the chart's legend, where GitHub's Mermaid draws one):\n\n"
-            + "".join(_chart_item(index, curve) for index, curve in enumerate(drawn, 1))
-            + "\n"
+            "right is a rule the target forgets as the conversation grows."
         )
-    if len(complete) > len(drawn):
+        if len(groups) > 1:
+            text += (
+                " Rules probed at different depths are drawn in different charts, each over the "
+                "depths its rules were probed at."
+            )
+        text += "\n\n"
+    number = 1
+    for group in groups:
+        text += _chart_group(group, number)
+        number += len(group)
+    if len(lines) > len(drawn):
         text += (
-            f"_{len(complete) - len(drawn)} more rules are not drawn: the chart shows at most "
+            f"_{len(lines) - len(drawn)} more rules are not drawn: the charts show at most "
             f"{CHART_MAX_RULES}, those with the lowest pass rates; the table below lists every "
             "rule._\n\n"
         )
-    if gaps:
-        text += f"_Not drawn, without a finished run at every depth: {_names(gaps)}._\n\n"
+    if single:
+        text += f"_Not drawn, with a finished run at one depth only: {_names(single)}._\n\n"
     return _Chart(text)
+
+
+def _by_depths(curves: list[RuleDrift]) -> list[list[RuleDrift]]:
+    """The curves grouped by the depths of their points, each group in the suite's order, the
+    groups in the order of their first curve."""
+    groups: dict[tuple[int, ...], list[RuleDrift]] = {}
+    for curve in curves:
+        groups.setdefault(tuple(cell.after_turn for cell in curve.cells), []).append(curve)
+    return list(groups.values())
+
+
+def _chart_group(curves: list[RuleDrift], first: int) -> str:
+    """One chart of `curves` (sharing their depths), numbered from `first`, and its list."""
+    depths = [cell.after_turn for cell in curves[0].cells]
+    items = "".join(_chart_item(first + i, i, curve) for i, curve in enumerate(curves))
+    at = f"at depths {' → '.join(map(str, depths))}"
+    intro = (
+        f"The line, {at}:"
+        if len(curves) == 1
+        else (
+            f"The lines, {at}, in the order of their colours (and of the chart's legend, where "
+            "GitHub's Mermaid draws one):"
+        )
+    )
+    return _mermaid(depths, curves, first) + intro + "\n\n" + items + "\n"
 
 
 def _lowest(curves: list[RuleDrift], count: int) -> list[RuleDrift]:
@@ -350,17 +385,39 @@ def _lowest(curves: list[RuleDrift], count: int) -> list[RuleDrift]:
     return [curves[i] for i in sorted(ranked[:count])]
 
 
-def _mermaid(depths: list[int], curves: list[RuleDrift]) -> str:
+# The lines' colours, in order (Mermaid's default xychart palette starts with a pale lavender
+# that does not show on white). Okabe and Ito's colour-blind-safe hues, darkened where needed:
+# each has a contrast of at least 3:1 (WCAG's bar for graphics) on white and on GitHub's dark
+# background (#0d1117), where GitHub's Mermaid draws the chart in dark mode.
+CHART_COLOURS: tuple[tuple[str, str], ...] = (
+    ("#0072B2", "blue"),
+    ("#D55E00", "orange"),
+    ("#009E73", "green"),
+    ("#CC79A7", "pink"),
+    ("#9467BD", "purple"),
+    ("#9A6700", "brown"),
+    ("#008695", "teal"),
+    ("#6E7781", "grey"),
+)
+_THEME = (
+    '%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "'
+    + ",".join(colour for colour, _ in CHART_COLOURS)
+    + '"}}}}%%'
+)
+
+
+def _mermaid(depths: list[int], curves: list[RuleDrift], first: int) -> str:
     """The chart, made only of fixed words, numbers and the labels `rule N`."""
     categories = ", ".join(f'"{depth}"' for depth in depths)
     lines = [
         "```mermaid",
+        _THEME,
         "xychart-beta",
         '    title "Pass rate by depth"',
         f'    x-axis "after turn" [{categories}]',
         '    y-axis "pass rate (%)" 0 --> 100',
     ]
-    for index, curve in enumerate(curves, 1):
+    for index, curve in enumerate(curves, first):
         values = ", ".join(_chart_value(cell.rate) for cell in curve.cells)
         lines.append(f'    line "rule {index}" [{values}]')
     return "\n".join([*lines, "```"]) + "\n\n"
@@ -370,10 +427,13 @@ def _chart_value(rate: PassRate) -> str:
     return f"{rate.rate * 100:.1f}".removesuffix(".0")
 
 
-def _chart_item(index: int, curve: RuleDrift) -> str:
+def _chart_item(number: int, index: int, curve: RuleDrift) -> str:
+    """`- **rule 3** (green): <code>id</code> (critical): 100% → 45%`: `index` is the line's
+    place in its chart, which sets its colour."""
     values = " → ".join(_percent(cell.rate) for cell in curve.cells)
     name = f"<code>{markdown(curve.rule.id, CHART_NAME_MAX_CHARS)}</code>"
-    return f"- **rule {index}**: {name} ({curve.rule.severity}): {values}\n"
+    colour = CHART_COLOURS[index % len(CHART_COLOURS)][1]
+    return f"- **rule {number}** ({colour}): {name} ({curve.rule.severity}): {values}\n"
 
 
 def _names(curves: list[RuleDrift]) -> str:

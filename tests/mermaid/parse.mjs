@@ -1,7 +1,9 @@
 // Parses Mermaid diagrams with the real Mermaid parser (the version pinned in package.json).
 // Usage: npm ci --prefix tests/mermaid && node tests/mermaid/parse.mjs FILE...
-// Prints one JSON line per file, {"file", "ok": true, "diagramType"} or {"file", "ok": false,
-// "error"}, and exits 1 when any file does not parse (2 when no file is given).
+// Prints one JSON line per file, {"file", "ok": true, "diagramType", "lineColours"} or {"file",
+// "ok": false, "error"}, and exits 1 when any file does not parse (2 when no file is given).
+// lineColours: an xychart's line colours as Mermaid draws them, after the file's directives
+// (`%%{init: …}%%`, which mermaid.parse applies to the configuration); [] for other diagrams.
 //
 // mermaid.parse needs a DOM in Node: while parsing it sanitizes titles and labels with
 // DOMPurify, which has no sanitize() without a window. jsdom provides one, set as a global
@@ -25,7 +27,10 @@ for (const file of files) {
   const text = await readFile(file, 'utf8');
   try {
     const { diagramType } = await mermaid.parse(text);
-    console.log(JSON.stringify({ file, ok: true, diagramType }));
+    const diagram = await mermaid.mermaidAPI.getDiagramFromText(text);
+    const plots = diagramType === 'xychart' ? diagram.db.getXYChartData().plots : [];
+    const lineColours = plots.filter((p) => p.type === 'line').map((p) => p.strokeFill);
+    console.log(JSON.stringify({ file, ok: true, diagramType, lineColours }));
   } catch (error) {
     failed = true;
     console.log(JSON.stringify({ file, ok: false, error: String(error?.message ?? error) }));
