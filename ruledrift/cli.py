@@ -56,7 +56,7 @@ def _report(args: argparse.Namespace) -> int:
     from ruledrift.console import commands as console
 
     request = saved.ReportRequest(Path(args.report), report_paths(args))
-    display = console.Display(quiet=args.quiet, no_color=args.no_color)
+    display = console.Display(quiet=args.quiet, no_color=args.no_color, github=args.github)
     return console.report(request, display, os.environ)
 
 
@@ -69,7 +69,7 @@ def _merge(args: argparse.Namespace) -> int:
         report_paths(args),
         allow_partial=args.allow_partial,
     )
-    display = console.Display(quiet=args.quiet, no_color=args.no_color)
+    display = console.Display(quiet=args.quiet, no_color=args.no_color, github=args.github)
     return console.merge(request, display, os.environ)
 
 

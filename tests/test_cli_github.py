@@ -92,6 +92,10 @@ class Workspace:
         self.summary = tmp_path / "step_summary.md"
 
     def run(self, *args: str | Path, github: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.cli("run", *args, github=github)
+
+    def cli(self, *args: str | Path, github: bool = True) -> subprocess.CompletedProcess[str]:
+        """`ruledrift ARGS…` in the checkout, on a GitHub runner unless `github` is false."""
         env = {
             k: v
             for k, v in os.environ.items()
@@ -105,7 +109,7 @@ class Workspace:
                 "GITHUB_STEP_SUMMARY": str(self.summary),
             }
         return subprocess.run(
-            [sys.executable, "-m", "ruledrift", "run", *map(str, args)],
+            [sys.executable, "-m", "ruledrift", *map(str, args)],
             capture_output=True,
             text=True,
             env=env,
@@ -192,6 +196,57 @@ def test_github_off_writes_neither_annotations_nor_summary(tmp_path: Path) -> No
     assert not repo.summary.exists()
     # still on a runner: the report stays in a stop-commands block
     assert done.stdout.splitlines()[2].startswith("::stop-commands::")
+
+
+def test_report_writes_a_job_summary_of_the_saved_report(tmp_path: Path) -> None:
+    repo = Workspace(tmp_path, "--leak-after", "2")
+    assert repo.run("suites/suite.json", "--json", "saved.json", github=False).returncode == 1
+    assert not repo.summary.exists()
+    done = repo.cli("report", "saved.json", "--html", "again.html")
+    assert done.returncode == 1, done.stderr
+    assert assert_only_our_commands(done) == []  # the run annotated; a report does not again
+    summary = repo.summary.read_text(encoding="utf-8")
+    assert summary.startswith("## ❌ RuleDrift: failed")
+    assert (
+        "> **Note:** re-rendered by `ruledrift report` from the saved report "
+        "<code>saved.json</code>; this step called no model.\n\n"
+    ) in summary
+    assert "**Reports:** html <code>again.html</code>" in summary
+    assert "### Rules × boundaries" in summary
+    assert "ruledrift run suites/suite.json --scenario smalltalk" in summary
+    repo.summary.unlink()
+    done = repo.cli("report", "saved.json", "--github", "off")
+    assert done.returncode == 1, done.stderr
+    assert not repo.summary.exists()
+    assert done.stdout.splitlines()[0].startswith("::stop-commands::")  # still on a runner
+
+
+def test_merge_writes_a_job_summary_naming_its_shards(tmp_path: Path) -> None:
+    repo = Workspace(tmp_path, "--leak-after", "2")
+    for k in (1, 2, 3):
+        shard = repo.run(
+            "suites/suite.json", "--shard", f"{k}/3", "--json", f"s{k}.json", github=False
+        )
+        assert shard.returncode in (0, 1), shard.stderr
+    done = repo.cli("merge", "s1.json", "s2.json", "s3.json", "--json", "merged.json")
+    assert done.returncode == 1, done.stderr
+    assert assert_only_our_commands(done) == []
+    summary = repo.summary.read_text(encoding="utf-8")
+    assert summary.startswith("## ❌ RuleDrift: failed")
+    assert (
+        "> **Note:** merged by `ruledrift merge` from 3 shard report(s): <code>s1.json</code>, "
+        "<code>s2.json</code>, <code>s3.json</code>; this step called no model.\n\n"
+    ) in summary
+    assert "| 2 | 1 | 1 | 0 | 1 |" in summary  # the whole run's counts
+    repo.summary.unlink()
+    partial = repo.cli("merge", "s1.json", "s2.json", "--allow-partial", "--json", "p.json")
+    assert "partial merge: shard(s) 3/3 not given" in partial.stderr
+    summary = repo.summary.read_text(encoding="utf-8")
+    assert "A partial merge (`--allow-partial`): shard(s) 3/3 not given" in summary
+    repo.summary.unlink()
+    off = repo.cli("merge", "s1.json", "s2.json", "s3.json", "--github", "off")
+    assert off.returncode == 1, off.stderr
+    assert not repo.summary.exists()
 
 
 def test_off_github_nothing_changes(tmp_path: Path) -> None:

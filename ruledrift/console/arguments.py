@@ -79,6 +79,15 @@ def _display_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
 
 
+def _github_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--github",
+        choices=("auto", "off"),
+        default="auto",
+        help=f"{what} on GitHub Actions: auto (when GITHUB_ACTIONS is true; the default) or off",
+    )
+
+
 def _repeat(text: str) -> int | str:
     if text == "auto":
         return text
@@ -246,15 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
         "paraphrases are drawn from it (default: the suite's seed, else one drawn at random; "
         "kept in the JSON report). The HTTP adapters send the suite's seed + r",
     )
-    run.add_argument("--quiet", action="store_true", help="print only the summary")
-    run.add_argument("--no-color", action="store_true", help="no colour (also: NO_COLOR set)")
-    run.add_argument(
-        "--github",
-        choices=("auto", "off"),
-        default="auto",
-        help="annotations and a job summary on GitHub Actions: auto (when GITHUB_ACTIONS is "
-        "true; the default) or off",
-    )
+    _display_options(run)
+    _github_option(run, "annotations and a job summary")
     _target_arguments(run)
 
     pull = commands.add_parser(
@@ -271,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("report", metavar="REPORT", help="a JSON report written by --json")
     _report_outputs(report, json_help="the JSON report again")
     _display_options(report)
+    _github_option(report, "a job summary")
 
     merge = commands.add_parser(
         "merge",
@@ -285,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="merge even when shards are missing (the output says which)",
     )
     _display_options(merge)
+    _github_option(merge, "a job summary")
 
     compare = commands.add_parser(
         "compare",

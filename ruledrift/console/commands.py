@@ -35,6 +35,7 @@ from ruledrift.errors import ConfigError, RuleDriftError, UsageError
 from ruledrift.ollama.api import PullProgress
 from ruledrift.reports import workflow_commands
 from ruledrift.reports.comparison import render_comparison_text
+from ruledrift.reports.job_summary import Origin
 from ruledrift.reports.terminal import TerminalOptions, render_ending, render_scenario
 from ruledrift.results.findings import gate_words
 from ruledrift.run.verdicts import gate_odds
@@ -316,15 +317,18 @@ def show_failure(error: RuleDriftError, environ: Mapping[str, str]) -> None:
 
 
 def report(request: saved.ReportRequest, display: Display, environ: Mapping[str, str]) -> int:
-    """`ruledrift report`: the terminal view of a saved report, the files it re-rendered."""
-    return show_saved(saved.report(request), display, environ)
+    """`ruledrift report`: the terminal view of a saved report, the files it re-rendered, and on
+    a GitHub runner the job summary."""
+    origin = Origin("report", (str(request.report),))
+    return show_saved(saved.report(request), display, environ, origin)
 
 
 def merge(request: saved.MergeRequest, display: Display, environ: Mapping[str, str]) -> int:
-    """`ruledrift merge`: the merged run's terminal view and the files written."""
+    """`ruledrift merge`: the merged run's terminal view, the files written, and on a GitHub
+    runner the job summary."""
     outcome = saved.merge(request)
     if outcome.missing_shards:
-        total = len(request.reports) + len(outcome.missing_shards)
+        total = len(request.shards) + len(outcome.missing_shards)
         missing = ", ".join(f"{k}/{total}" for k in outcome.missing_shards)
         sys.stderr.write(f"ruledrift: warning: partial merge: shard(s) {missing} not given\n")
     if balance := outcome.result.balanced_by:
@@ -332,10 +336,19 @@ def merge(request: saved.MergeRequest, display: Display, environ: Mapping[str, s
             f"ruledrift: the shards were cut by the times in {terminal_safe(balance.report)} "
             f"(the run started at {terminal_safe(balance.started_at)})\n"
         )
-    return show_saved(outcome, display, environ)
+    origin = Origin("merge", tuple(map(str, request.shards)), outcome.missing_shards)
+    return show_saved(outcome, display, environ, origin)
 
 
-def show_saved(outcome: saved.ReportOutcome, display: Display, environ: Mapping[str, str]) -> int:
+def show_saved(
+    outcome: saved.ReportOutcome,
+    display: Display,
+    environ: Mapping[str, str],
+    origin: Origin,
+) -> int:
+    """A saved or merged result: the terminal report, the report paths, and on a GitHub runner
+    (unless `--github off`) the job summary, with a note of where the result came from. No
+    annotations: the run that saved the report made them, and a second set would repeat them."""
     out = sys.stdout
     tty = out.isatty()
     options = TerminalOptions(
@@ -350,6 +363,9 @@ def show_saved(outcome: saved.ReportOutcome, display: Display, environ: Mapping[
         print(f"{name} report: {terminal_safe(str(path))}", file=out)
     for reason in outcome.reports_failed.values():
         sys.stderr.write(f"ruledrift: error: {terminal_safe(reason)}\n")
+    if workflow_commands.enabled(environ) and display.github == "auto":
+        written = {name: str(path) for name, path in outcome.reports_written.items()}
+        github.summarize(outcome.result, environ=environ, reports=written, origin=origin)
     return int(outcome.exit_code)
 
 

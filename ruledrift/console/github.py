@@ -16,6 +16,7 @@ from ruledrift.reports.comparison import render_comparison_markdown
 from ruledrift.reports.job_summary import (
     SUMMARY_MAX_BYTES,
     SUMMARY_MIN_BYTES,
+    Origin,
     render_summary,
 )
 from ruledrift.reports.workflow_commands import render_annotations, workflow_command
@@ -36,8 +37,23 @@ def publish(
     file = annotation_file(result.suite.path, environ.get("GITHUB_WORKSPACE"))
     for line in render_annotations(result, file):
         emit(line)
+    summarize(result, overrides=overrides, environ=environ, reports=reports)
+
+
+def summarize(
+    result: RunResult,
+    *,
+    overrides: Sequence[str] = (),
+    environ: Mapping[str, str],
+    reports: Mapping[str, str] | None = None,
+    origin: Origin | None = None,
+) -> None:
+    """The job summary appended to the file GitHub gave for it, if any, unless earlier
+    commands of the step left too little room. `origin`: the saved reports the result was read
+    from (`ruledrift report`, `ruledrift merge`)."""
     if not environ.get("GITHUB_STEP_SUMMARY"):
         return
+    file = annotation_file(result.suite.path, environ.get("GITHUB_WORKSPACE"))
     path = Path(environ["GITHUB_STEP_SUMMARY"])
     room = SUMMARY_MAX_BYTES - (path.stat().st_size if path.is_file() else 0)
     if room < SUMMARY_MIN_BYTES:  # earlier runs in this step filled it: more would drop it all
@@ -51,6 +67,7 @@ def publish(
         reports=reports,
         artifacts_url=artifacts_url(environ),
         attempt=run_attempt(environ),
+        origin=origin,
     )
     append_summary(path, summary)
 

@@ -11,7 +11,8 @@ import re
 import shlex
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from ruledrift import __version__
 from ruledrift.data import ProbeResult, RunResult, Status, VerdictPolicy
@@ -37,10 +38,21 @@ SUMMARY_MAX_BYTES = 900 * 1024  # GitHub drops a step summary over 1 MiB
 SUMMARY_MIN_BYTES = 32 * 1024  # less room than this left in the file: no summary at all
 CELL_MAX_CHARS = 500
 RERUN_MAX_SCENARIOS = 50
+ORIGIN_MAX_LISTED = 20  # saved reports (or missing shards) named in a summary's note
 CHART_MAX_RULES = 8  # lines in the drift charts, one per colour; more would be a tangle
 CHART_NAME_MAX_CHARS = 200  # a rule id in the list below the chart
 
 _SYMBOLS: dict[Status, str] = {"passed": "✅", "failed": "❌", "error": "⚠️", "inconclusive": "❔"}
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a summary's result comes from when it is not a run that just ended: `ruledrift
+    report` re-rendering a saved report, or `ruledrift merge` combining shards' reports."""
+
+    command: Literal["report", "merge"]
+    reports: tuple[str, ...]  # the JSON reports read, as given
+    missing: tuple[int, ...] = ()  # merge --allow-partial: the shards not given
 
 
 def render_summary(
@@ -52,14 +64,16 @@ def render_summary(
     reports: Mapping[str, str] | None = None,
     artifacts_url: str | None = None,
     attempt: int = 1,
+    origin: Origin | None = None,
 ) -> str:
     """Verdict, counts and target; the reports written (and where a workflow that uploads them
     keeps them); the drift curve as a chart (with more than one depth); the failed probes; the
     rule × boundary grid; every probe in a collapsed section; the command that reproduces the
     failures, also as `docker run`. Beyond `max_bytes` the collapsed section is cut first, then
     the table of failures, then the grid, then the chart, each with a note. On a re-run
-    (`attempt` above 1), what re-running does to the chance of missing a drifted rule."""
-    head = _head(result, config) + _rerun_note(result, attempt)
+    (`attempt` above 1), what re-running does to the chance of missing a drifted rule. With an
+    `origin`, a note that the result was read from saved reports, not run by this step."""
+    head = _head(result, config) + _origin_note(origin) + _rerun_note(result, attempt)
     head += _reports(reports or {}, artifacts_url)
     tail = _rerun(config, result, overrides)
     room = max_bytes - _size(head) - _size(tail) - _CUT_NOTE_BYTES
@@ -165,6 +179,27 @@ def _verdict(result: RunResult) -> str:
     verdict = run_verdict(result)
     symbol = "⏹️" if result.interrupted else _SYMBOLS[result.status]
     return f"{symbol} RuleDrift: {verdict.word}, {verdict.reason}"
+
+
+def _origin_note(origin: Origin | None) -> str:
+    """`> **Note:** re-rendered by `ruledrift report` from the saved report …`."""
+    if origin is None:
+        return ""
+    listed = ", ".join(_code(path) for path in origin.reports[:ORIGIN_MAX_LISTED])
+    if len(origin.reports) > ORIGIN_MAX_LISTED:
+        listed += f" and {len(origin.reports) - ORIGIN_MAX_LISTED} more"
+    if origin.command == "report":
+        what = f"re-rendered by `ruledrift report` from the saved report {listed}"
+    else:
+        shards = len(origin.reports)
+        what = f"merged by `ruledrift merge` from {shards} shard report(s): {listed}"
+        if origin.missing:
+            total = shards + len(origin.missing)
+            gone = ", ".join(f"{k}/{total}" for k in origin.missing[:ORIGIN_MAX_LISTED])
+            more = len(origin.missing) - ORIGIN_MAX_LISTED
+            gone += f" and {more} more" if more > 0 else ""
+            what += f". A partial merge (`--allow-partial`): shard(s) {gone} not given"
+    return f"> **Note:** {what}; this step called no model.\n\n"
 
 
 def _rerun_note(result: RunResult, attempt: int) -> str:

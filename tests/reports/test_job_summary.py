@@ -491,3 +491,21 @@ def test_the_did_not_run_note_renders_as_meant() -> None:
     items = [gfm.text(li) for li in listed]
     assert len(items) == 21
     assert items[0] == "suite.json:1:3: /rules/1: expected | a *string*"
+
+
+def test_a_summary_from_saved_reports_says_where_it_comes_from() -> None:
+    result = factories.run_result()
+    saved = job_summary.Origin("report", ("runs/`x`|<b>.json",))
+    text = job_summary.render_summary(result, "suite.json", origin=saved)
+    assert (
+        "> **Note:** re-rendered by `ruledrift report` from the saved report "
+        "<code>runs/&#96;x&#96;&#124;&lt;b&gt;.json</code>; this step called no model.\n\n"
+    ) in text
+    assert text.index("| Probes |") < text.index("> **Note:** re-rendered")
+    shards = tuple(f"s{k}.json" for k in range(1, 24))
+    merged = job_summary.Origin("merge", shards, missing=(24, 25))
+    text = job_summary.render_summary(result, "suite.json", origin=merged)
+    assert "merged by `ruledrift merge` from 23 shard report(s): <code>s1.json</code>, " in text
+    assert "<code>s20.json</code> and 3 more. A partial merge (`--allow-partial`): " in text
+    assert "shard(s) 24/25, 25/25 not given; this step called no model." in text
+    assert "re-rendered" not in job_summary.render_summary(result, "suite.json")
