@@ -360,23 +360,24 @@ class _Rendered:
 
     def __init__(self, value: object, where: str) -> None:
         self.where = where
-        self.listed = (
-            [(k, rule) for k, rule in enumerate(value) if _is_id(rule)]
-            if isinstance(value, list)
-            else None
-        )
+        items = value if isinstance(value, list) else []
+        self.listed = [(k, rule) for k, rule in enumerate(items) if _is_id(rule)]
+        # the schema reports an empty list, a repeated id and an item that is not an id
+        ids = {rule for _, rule in self.listed}
+        self.whole = bool(items) and len(self.listed) == len(ids) == len(items)
 
     def unknown(self, rule_ids: _RuleIds) -> list[tuple[int, str]]:
         """(index, id) of each listed id that names no rule of the suite."""
         if not rule_ids.ids:  # the rules themselves are malformed: reported already
             return []
-        return [(k, rule) for k, rule in self.listed or [] if rule not in rule_ids.known]
+        return [(k, rule) for k, rule in self.listed if rule not in rule_ids.known]
 
     def missing(self, probe: dict[str, Any], rule_ids: _RuleIds) -> Iterator[str]:
         """A problem when the probe checks a rule of the suite that this scenario does not
-        render: the target was never told it."""
+        render: the target was never told it. Only for a list without problems of its own
+        (one problem, one message: a misspelt id in the list is reported there)."""
         rule = probe.get("rule")
-        if self.listed is None or not _is_id(rule) or rule not in rule_ids.known:
+        if not (self.whole and _is_id(rule) and rule in rule_ids.known) or self.unknown(rule_ids):
             return
         ids = [listed for _, listed in self.listed]
         if rule not in ids:
