@@ -34,6 +34,7 @@ from ruledrift.data.suite import (
     Scenario,
     Severity,
     Suite,
+    SystemPromptMode,
     TextAssertion,
     TextAssertionType,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "ShardSource",
     "Status",
     "Suite",
+    "SystemPromptMode",
     "TargetInfo",
     "TextAssertion",
     "TextAssertionType",

@@ -10,6 +10,7 @@ from typing import Literal, Protocol
 Severity = Literal["critical", "warning", "info"]
 TextAssertionType = Literal["contains", "notContains", "equals"]
 RegexAssertionType = Literal["matches", "notMatches"]
+SystemPromptMode = Literal["replace", "append"]
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,18 @@ class Probe:
 
 @dataclass(frozen=True)
 class Scenario:
+    """A conversation to play. `system_prompt` and `rules` are the scenario's own (None: the
+    suite's); `system_prompt_mode` says whether its prompt replaces the suite's or follows it.
+    `ruledrift.suite.system_message` renders the result."""
+
     id: str
     description: str | None
     turns: tuple[str, ...]
     probes: tuple[Probe, ...]
     location: Location
+    system_prompt: str | None = None
+    system_prompt_mode: SystemPromptMode = "replace"
+    rules: tuple[Rule, ...] | None = None
 
     @property
     def turns_needed(self) -> int:

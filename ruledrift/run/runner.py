@@ -146,7 +146,7 @@ class _ScenarioRun:
 
     async def _play(self) -> None:
         scenario = self.scenario
-        self.transcript = [Message("system", system_message(self.suite))]
+        self.transcript = [Message("system", system_message(self.suite, scenario))]
         at_boundary: dict[int, list[Probe]] = {}
         for probe in self.probes:
             at_boundary.setdefault(probe.after_turn, []).append(probe)

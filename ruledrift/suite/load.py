@@ -230,8 +230,25 @@ def _findings(error: ValidationError) -> Iterator[SchemaFinding]:
     known (the schema's message would list all 123 codes)."""
     if error.validator == "enum" and error.validator_value == _LANGUAGE_CODES:
         yield SchemaFinding(list(error.absolute_path), _unsupported_language(error.instance))
+    elif error.validator == "dependentRequired" and isinstance(error.instance, dict):
+        needs = cast(Mapping[str, list[str]], error.validator_value)
+        yield from _needs_fields(list(error.absolute_path), error.instance, needs)
     else:
         yield from findings(error)
+
+
+def _needs_fields(
+    path: list[str | int], instance: dict[str, Any], needs: Mapping[str, list[str]]
+) -> Iterator[SchemaFinding]:
+    """`systemPromptMode` without a `systemPrompt`, at the key that has nothing to apply to."""
+    for key, required in needs.items():
+        missing = [name for name in required if key in instance and name not in instance]
+        if missing:
+            message = (
+                f"field {show(key)} needs {show(missing[0])} beside it: set the scenario's "
+                f"{show(missing[0])}, or remove {show(key)}"
+            )
+            yield SchemaFinding([*path, key], message, at_key=True)
 
 
 def _unsupported_language(value: object) -> str:
@@ -266,20 +283,32 @@ def _cross_field_problems(data: object) -> Iterator[tuple[str, str]]:
     scenarios = _objects(data.get("scenarios"))
     yield from _duplicate_ids(scenarios, "scenarios", "scenario")
     for s_index, scenario in scenarios:
-        turns = scenario.get("turns")
-        turn_count = len(turns) if isinstance(turns, list) else None
-        where = f"scenario {show(scenario.get('id'))}"
-        probes = _objects(scenario.get("probes"))
-        base = f"/scenarios/{s_index}/probes"
-        yield from _duplicate_ids(probes, base[1:], "probe", f" in {where}")
-        yield from _derived_id_problems(probes, base, where)
-        for p_index, probe in probes:
-            for pointer, message in _probe_problems(probe, turn_count, where, rule_ids):
-                yield f"{base}/{p_index}{pointer}", message
+        yield from _scenario_problems(scenario, f"/scenarios/{s_index}", rule_ids)
     adapter = data.get("adapter")
     if isinstance(adapter, dict) and adapter.get("type") in ADAPTERS:
         for pointer, message in ADAPTERS[adapter["type"]].problems(adapter):
             yield f"/adapter{pointer}", message
+
+
+def _scenario_problems(
+    scenario: dict[str, Any], at: str, rule_ids: _RuleIds
+) -> Iterator[tuple[str, str]]:
+    """A scenario's problems: its probes', and its own `rules` list's."""
+    turns = scenario.get("turns")
+    turn_count = len(turns) if isinstance(turns, list) else None
+    where = f"scenario {show(scenario.get('id'))}"
+    probes = _objects(scenario.get("probes"))
+    base = f"{at}/probes"
+    yield from _duplicate_ids(probes, base[1:], "probe", f" in {where}")
+    yield from _derived_id_problems(probes, base, where)
+    rendered = _Rendered(scenario.get("rules"), where)
+    for k_index, rule in rendered.unknown(rule_ids):
+        yield f"{at}/rules/{k_index}", f"{where}: unknown rule {show(rule)} {rule_ids.hint(rule)}"
+    for p_index, probe in probes:
+        for pointer, message in _probe_problems(probe, turn_count, where, rule_ids):
+            yield f"{base}/{p_index}{pointer}", message
+        for message in rendered.missing(probe, rule_ids):
+            yield f"{base}/{p_index}/rule", message
 
 
 def _probe_problems(
@@ -324,6 +353,41 @@ def _boundaries(value: object) -> list[tuple[str, int]]:
     if isinstance(value, list):
         return [(f"/afterTurn/{k}", item) for k, item in enumerate(value) if is_int(item)]
     return []
+
+
+class _Rendered:
+    """A scenario's own `rules`: the rules its system message renders (None: all of them)."""
+
+    def __init__(self, value: object, where: str) -> None:
+        self.where = where
+        items = value if isinstance(value, list) else []
+        self.listed = [(k, rule) for k, rule in enumerate(items) if _is_id(rule)]
+        # the schema reports an empty list, a repeated id and an item that is not an id
+        ids = {rule for _, rule in self.listed}
+        self.whole = bool(items) and len(self.listed) == len(ids) == len(items)
+
+    def unknown(self, rule_ids: _RuleIds) -> list[tuple[int, str]]:
+        """(index, id) of each listed id that names no rule of the suite."""
+        if not rule_ids.ids:  # the rules themselves are malformed: reported already
+            return []
+        return [(k, rule) for k, rule in self.listed if rule not in rule_ids.known]
+
+    def missing(self, probe: dict[str, Any], rule_ids: _RuleIds) -> Iterator[str]:
+        """A problem when the probe checks a rule of the suite that this scenario does not
+        render: the target was never told it. Only for a list without problems of its own
+        (one problem, one message: a misspelt id in the list is reported there)."""
+        rule = probe.get("rule")
+        if not (self.whole and _is_id(rule) and rule in rule_ids.known) or self.unknown(rule_ids):
+            return
+        ids = [listed for _, listed in self.listed]
+        if rule not in ids:
+            probe_id = probe.get("id")
+            name = f"probe {show(probe_id)}: " if isinstance(probe_id, str) else ""
+            yield (
+                f"{name}rule {show(rule)} is not among the rules {self.where} renders "
+                f'("rules": {_listing(ids)}); add it to the scenario\'s "rules" or check '
+                "another rule"
+            )
 
 
 class _RuleIds:
@@ -476,6 +540,9 @@ def _build(path: Path, data: dict[str, Any], doc: jsonpos.Parsed, sha256: str) -
                 tuple(s["turns"]),
                 probes,
                 location(f"/scenarios/{s_index}"),
+                system_prompt=s.get("systemPrompt"),
+                system_prompt_mode=s.get("systemPromptMode", "replace"),
+                rules=tuple(by_id[r] for r in s["rules"]) if "rules" in s else None,
             )
         )
     return Suite(

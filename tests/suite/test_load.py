@@ -1089,3 +1089,114 @@ def test_a_valid_suite_is_checked_the_quick_way_and_an_invalid_one_the_full_way(
     broken["scenarios"][0]["probes"][1]["assertions"][0]["caseSensitive"] = "yes"
     messages = problems(write_suite(tmp_path, broken))
     assert any("/assertions/0/caseSensitive" in m for m in messages), messages
+
+
+# --- a scenario's own systemPrompt and rules ---------------------------------------------------
+
+
+def test_a_scenario_keeps_its_prompt_mode_and_rules(tmp_path: Path) -> None:
+    data = base_suite()
+    plain = copy.deepcopy(data["scenarios"][0])
+    data["scenarios"][0].update(
+        systemPrompt="You are Ada.", systemPromptMode="append", rules=["never-disclose-secret"]
+    )
+    data["scenarios"].append({**plain, "id": "plain"})
+    suite = load_suite(write_suite(tmp_path, data))
+    own, default = suite.scenarios
+    assert (own.system_prompt, own.system_prompt_mode) == ("You are Ada.", "append")
+    assert own.rules == (suite.rules[0],)
+    assert own.rules[0] is suite.rules[0]
+    assert (default.system_prompt, default.system_prompt_mode, default.rules) == (
+        None,
+        "replace",
+        None,
+    )
+
+
+def test_a_scenario_rule_that_does_not_exist_is_located_with_a_suggestion(tmp_path: Path) -> None:
+    data = base_suite()
+    data["scenarios"][0]["rules"] = ["never-disclose-secret", "english-onyl"]
+    path = write_suite(tmp_path, data)
+    line, column = position_of(path, '"english-onyl"')
+    assert one_problem(path) == (
+        f'{path}:{line}:{column}: /scenarios/0/rules/1: scenario "smalltalk": unknown rule '
+        '"english-onyl" (did you mean "english-only"?)'
+    )
+
+
+def test_a_probe_of_a_rule_the_scenario_does_not_render_is_located(tmp_path: Path) -> None:
+    data = base_suite()
+    data["scenarios"][0]["rules"] = ["english-only"]
+    data["scenarios"][0]["probes"][0]["rule"] = "english-only"
+    path = write_suite(tmp_path, data)
+    line, column = position_of(path, '"never-disclose-secret"', occurrence=2)
+    assert one_problem(path) == (
+        f'{path}:{line}:{column}: /scenarios/0/probes/1/rule: probe "late": rule '
+        '"never-disclose-secret" is not among the rules scenario "smalltalk" renders '
+        '("rules": english-only); add it to the scenario\'s "rules" or check another rule'
+    )
+
+
+def test_an_unknown_probe_rule_is_one_problem_not_two(tmp_path: Path) -> None:
+    data = base_suite()
+    data["scenarios"][0]["rules"] = ["never-disclose-secret"]
+    data["scenarios"][0]["probes"][1]["rule"] = "no-such-rule"
+    assert "unknown rule" in one_problem(write_suite(tmp_path, data))
+
+
+def test_a_prompt_mode_without_a_prompt_is_located_at_its_key(tmp_path: Path) -> None:
+    data = base_suite()
+    data["scenarios"][0]["systemPromptMode"] = "append"
+    path = write_suite(tmp_path, data)
+    line, column = position_of(path, '"systemPromptMode"')
+    assert one_problem(path) == (
+        f'{path}:{line}:{column}: /scenarios/0/systemPromptMode: field "systemPromptMode" '
+        'needs "systemPrompt" beside it: set the scenario\'s "systemPrompt", or remove '
+        '"systemPromptMode" (scenario "smalltalk")'
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "pointer", "message"),
+    [
+        (
+            {"systemPrompt": "x", "systemPromptMode": "prepend"},
+            "/scenarios/0/systemPromptMode",
+            'expected one of "replace", "append"; got "prepend"',
+        ),
+        ({"systemPrompt": 3}, "/scenarios/0/systemPrompt", "expected a string, got an integer"),
+        ({"rules": []}, "/scenarios/0/rules", "expected at least 1 item(s) in rules, got 0"),
+        ({"rules": "english-only"}, "/scenarios/0/rules", "expected an array, got a string"),
+        (
+            {"rules": ["never-disclose-secret", "never-disclose-secret"]},
+            "/scenarios/0/rules/1",
+            '"never-disclose-secret" is listed twice (first at /scenarios/0/rules/0)',
+        ),
+        ({"rules": ["English Only"]}, "/scenarios/0/rules/0", 'invalid id "English Only"'),
+        ({"rules": [{"id": "x"}]}, "/scenarios/0/rules/0", "expected a string, got an object"),
+        ({"systemPromt": "x"}, "/scenarios/0/systemPromt", '(did you mean "systemPrompt"?)'),
+    ],
+)
+def test_scenario_prompt_and_rules_schema_problems(
+    tmp_path: Path, change: dict[str, Any], pointer: str, message: str
+) -> None:
+    data = base_suite()
+    data["scenarios"][0].update(change)
+    found = one_problem(write_suite(tmp_path, data))
+    assert f": {pointer}: " in found
+    assert message in found
+
+
+def test_values_of_the_wrong_kind_in_a_scenarios_rules_are_reported_not_raised(
+    tmp_path: Path,
+) -> None:
+    data = base_suite()
+    data["scenarios"][0]["rules"] = [["never-disclose-secret"], {"id": "english-only"}, 3]
+    data["scenarios"][0]["probes"][0]["rule"] = {"id": "never-disclose-secret"}
+    found = problems(write_suite(tmp_path, data))
+    assert sorted(issue.split(": ")[1] for issue in found) == [
+        "/scenarios/0/probes/0/rule",
+        "/scenarios/0/rules/0",
+        "/scenarios/0/rules/1",
+        "/scenarios/0/rules/2",
+    ]
