@@ -28,7 +28,6 @@ if TYPE_CHECKING:
         check_policy,
         exit_code,
         most_runs,
-        policy_argv,
     )
     from ruledrift.app.reports import REPORTERS, check_reports, write_reports
     from ruledrift.app.requests import (
@@ -51,6 +50,7 @@ if TYPE_CHECKING:
         validate,
         with_drawn_seed,
     )
+    from ruledrift.data import policy_argv
     from ruledrift.suite.load import schema_text
 
 _HOMES = {
@@ -59,7 +59,7 @@ _HOMES = {
     "check_policy": "ruledrift.app.policy",
     "exit_code": "ruledrift.app.policy",
     "most_runs": "ruledrift.app.policy",
-    "policy_argv": "ruledrift.app.policy",
+    "policy_argv": "ruledrift.data",
     "REPORTERS": "ruledrift.app.reports",
     "check_reports": "ruledrift.app.reports",
     "write_reports": "ruledrift.app.reports",

@@ -60,24 +60,6 @@ def _range(option: Option) -> str:
     return f"from {option.low} to {option.high}"
 
 
-def policy_argv(policy: VerdictPolicy) -> list[str]:
-    """The policy as `ruledrift run` options (none for the default: one run)."""
-    defaults = VerdictPolicy()
-    argv = [] if policy.repeat == 1 else ["--repeat", str(policy.repeat)]
-    if policy.min_pass_rate is not None:
-        argv += ["--min-pass-rate", f"{policy.min_pass_rate:g}"]
-    for option, value, default in (
-        ("--holds-at", policy.holds_at, defaults.holds_at),
-        ("--drifted-at", policy.drifted_at, defaults.drifted_at),
-        ("--max-repeat", policy.max_repeat, defaults.max_repeat),
-    ):
-        if value != default:
-            argv += [option, f"{value:g}"]
-    if policy.inconclusive_passes:
-        argv += ["--inconclusive", "pass"]
-    return argv
-
-
 def check_design(policy: VerdictPolicy, probes: int) -> None:
     """Under `--repeat auto`, a sequential test exists for `probes` probes: a holds-at and a
     drifted-at a hair apart (0.9999 and 0.9998) need more runs than any test is allowed.

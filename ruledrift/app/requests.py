@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ruledrift.app.options import REPORT_FORMATS
-from ruledrift.app.policy import policy_argv
-from ruledrift.data import RunResult, Scenario, ScenarioResult, Suite, VerdictPolicy
+from ruledrift.data import RunResult, Scenario, ScenarioResult, Suite, VerdictPolicy, policy_argv
 from ruledrift.errors import ExitCode
 from ruledrift.ollama.api import PullProgress
 from ruledrift.results.shards import Shard

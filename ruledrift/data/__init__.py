@@ -6,7 +6,7 @@ from `ruledrift.data`."""
 from __future__ import annotations
 
 from ruledrift.data.conversation import Message
-from ruledrift.data.policy import VerdictPolicy
+from ruledrift.data.policy import VerdictPolicy, policy_argv
 from ruledrift.data.results import (
     AssertionResult,
     Balance,
@@ -69,4 +69,5 @@ __all__ = [
     "TextAssertionType",
     "VerdictPolicy",
     "combined_status",
+    "policy_argv",
 ]

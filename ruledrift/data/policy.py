@@ -39,3 +39,22 @@ class VerdictPolicy:
     @property
     def repeated(self) -> bool:
         return self.repeat != 1
+
+
+def policy_argv(policy: VerdictPolicy) -> list[str]:
+    """The policy as `ruledrift run` options (none for the default: one run): how a request says
+    itself (`app.RunRequest.argv`) and how a job summary reproduces a run."""
+    defaults = VerdictPolicy()
+    argv = [] if policy.repeat == 1 else ["--repeat", str(policy.repeat)]
+    if policy.min_pass_rate is not None:
+        argv += ["--min-pass-rate", f"{policy.min_pass_rate:g}"]
+    for option, value, default in (
+        ("--holds-at", policy.holds_at, defaults.holds_at),
+        ("--drifted-at", policy.drifted_at, defaults.drifted_at),
+        ("--max-repeat", policy.max_repeat, defaults.max_repeat),
+    ):
+        if value != default:
+            argv += [option, f"{value:g}"]
+    if policy.inconclusive_passes:
+        argv += ["--inconclusive", "pass"]
+    return argv

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from ruledrift import __version__
-from ruledrift.data import ProbeResult, RunResult, Status, VerdictPolicy
+from ruledrift.data import ProbeResult, RunResult, Status, policy_argv
 from ruledrift.reports.sentences import TARGET_DID_NOT_START, policy_rule, run_verdict
 from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, plan_annotations
 from ruledrift.results.findings import (
@@ -577,29 +577,10 @@ def rerun_command(config: str, result: RunResult, overrides: Sequence[str]) -> s
     argv = ["ruledrift", "run", config]
     for scenario in failed[:RERUN_MAX_SCENARIOS]:
         argv += ["--scenario", scenario]
-    argv += [*overrides, *verdict_argv(result.policy)]
+    argv += [*overrides, *policy_argv(result.policy)]
     if result.seed is not None:
         argv += ["--seed", str(result.seed)]
     return repair_surrogates(shlex.join(argv))
-
-
-def verdict_argv(policy: VerdictPolicy) -> list[str]:
-    """The verdict policy as `ruledrift run` options (none for one run). The same options as
-    `app.policy_argv`, which this layer cannot import (a test holds the two together)."""
-    defaults = VerdictPolicy()
-    argv = [] if policy.repeat == 1 else ["--repeat", str(policy.repeat)]
-    if policy.min_pass_rate is not None:
-        argv += ["--min-pass-rate", f"{policy.min_pass_rate:g}"]
-    for option, value, default in (
-        ("--holds-at", policy.holds_at, defaults.holds_at),
-        ("--drifted-at", policy.drifted_at, defaults.drifted_at),
-        ("--max-repeat", policy.max_repeat, defaults.max_repeat),
-    ):
-        if value != default:
-            argv += [option, f"{value:g}"]
-    if policy.inconclusive_passes:
-        argv += ["--inconclusive", "pass"]
-    return argv
 
 
 def markdown(text: str, limit: int = CELL_MAX_CHARS) -> str:

@@ -335,8 +335,14 @@ def test_reproduction_under_auto_names_every_option_and_what_scenario_changes() 
     ],
 )
 def test_the_summary_says_the_policy_as_the_application_does(policy: VerdictPolicy) -> None:
-    """The report layer cannot import `app.policy_argv`: its own copy must not drift from it."""
-    assert job_summary.verdict_argv(policy) == app.policy_argv(policy)
+    """The reproduction command carries the options a request with this policy says itself by."""
+    result = replace(factories.run_result(), policy=policy, seed=None)
+    command = job_summary.rerun_command("suite.json", result, [])
+    assert command is not None
+    request = app.RunRequest(config=Path("suite.json"), policy=policy)
+    policy_options = request.argv()[4:]  # after run, CONFIG, --concurrency 1
+    words = shlex.split(command)
+    assert words[len(words) - len(policy_options) :] == policy_options
 
 
 @pytest.mark.process
