@@ -44,6 +44,7 @@ from ruledrift.data import (
     Balance,
     LanguageAssertion,
     MatchesAssertion,
+    NotLeaksAssertion,
     RunResult,
     Scenario,
     ShardInfo,
@@ -237,8 +238,8 @@ async def _run_adapter(
 ) -> RunResult:
     regex = RegexEvaluator()
     kinds = {type(a) for s in scenarios for p in s.probes for a in p.assertions}
-    if kinds & {MatchesAssertion, LanguageAssertion}:  # ready by the first probe: they start
-        # while the preflight runs
+    if kinds & {MatchesAssertion, LanguageAssertion, NotLeaksAssertion}:
+        # ready by the first probe: they start while the preflight runs
         regex.start_workers(concurrency, languages=LanguageAssertion in kinds)
     try:
         try:
