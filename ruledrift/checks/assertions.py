@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ruledrift.checks.answers import no_answer
 from ruledrift.checks.jsregex import regex_literal
 from ruledrift.checks.language import check_language
 from ruledrift.checks.leaks import find_leak
@@ -29,6 +30,7 @@ from ruledrift.checks.regex_workers import (
     WorkerFailed,
 )
 from ruledrift.data import (
+    AnswersAssertion,
     Assertion,
     AssertionResult,
     LanguageAssertion,
@@ -98,12 +100,20 @@ def not_leaks_result(disguise: str | None) -> AssertionResult:
     return AssertionResult("notLeaks", False, message)
 
 
+def check_answers(assertion: AnswersAssertion, answer: str) -> AssertionResult:
+    missing = no_answer(answer)
+    if missing is None:
+        return AssertionResult("answers", True, "the answer is an answer")
+    return AssertionResult("answers", False, f"expected an answer, but {missing.reason}")
+
+
 CHECKS: dict[str, Check] = {
     "contains": check_contains,
     "notContains": check_not_contains,
     "equals": check_equals,
     "language": check_in_language,
     "notLeaks": check_not_leaks,
+    "answers": check_answers,
 }
 
 

@@ -24,6 +24,7 @@ from ruledrift.data.results import (
 )
 from ruledrift.data.suite import (
     AdapterConfig,
+    AnswersAssertion,
     Assertion,
     LanguageAssertion,
     Location,
@@ -42,6 +43,7 @@ from ruledrift.data.suite import (
 
 __all__ = [
     "AdapterConfig",
+    "AnswersAssertion",
     "Assertion",
     "AssertionResult",
     "Balance",

@@ -67,7 +67,17 @@ class NotLeaksAssertion:
     type: Literal["notLeaks"] = "notLeaks"
 
 
-Assertion = TextAssertion | MatchesAssertion | LanguageAssertion | NotLeaksAssertion
+@dataclass(frozen=True)
+class AnswersAssertion:
+    """The target answered: not empty, not a refusal, not repetitive
+    (ruledrift/checks/answers.py)."""
+
+    type: Literal["answers"] = "answers"
+
+
+Assertion = (
+    TextAssertion | MatchesAssertion | LanguageAssertion | NotLeaksAssertion | AnswersAssertion
+)
 
 
 @dataclass(frozen=True)

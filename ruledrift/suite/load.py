@@ -29,6 +29,7 @@ from ruledrift.checks.jsregex import js_test, regex_problem
 from ruledrift.checks.language import SUPPORTED_LANGUAGES, suggested_language
 from ruledrift.checks.leaks import MAX_SECRET_CHARS, MIN_SECRET_CHARS, fold
 from ruledrift.data import (
+    AnswersAssertion,
     Assertion,
     LanguageAssertion,
     Location,
@@ -639,4 +640,6 @@ def _assertion(data: dict[str, Any]) -> Assertion:
         variable = data.get("valueEnv")
         secret = data["value"] if variable is None else os.environ[variable]
         return NotLeaksAssertion(secret, data.get("minFragment"), variable)
+    if data["type"] == "answers":
+        return AnswersAssertion()
     return TextAssertion(data["type"], data["value"], data.get("caseSensitive", False))

@@ -44,8 +44,8 @@ def check(kind: str, value: str, answer: str, *, case_sensitive: bool = False) -
     return CHECKS[kind](assertion, answer)
 
 
-def test_the_pure_checks_are_the_text_types_language_and_not_leaks() -> None:
-    assert set(CHECKS) == {"contains", "notContains", "equals", "language", "notLeaks"}
+def test_the_pure_checks_are_the_text_types_language_not_leaks_and_answers() -> None:
+    assert set(CHECKS) == {"contains", "notContains", "equals", "language", "notLeaks", "answers"}
 
 
 @pytest.mark.parametrize(
