@@ -42,6 +42,7 @@ from ruledrift.checks.regex_workers import RegexEvaluator
 from ruledrift.data import (
     AdapterConfig,
     Balance,
+    FluentAssertion,
     LanguageAssertion,
     MatchesAssertion,
     NotLeaksAssertion,
@@ -238,9 +239,10 @@ async def _run_adapter(
 ) -> RunResult:
     regex = RegexEvaluator()
     kinds = {type(a) for s in scenarios for p in s.probes for a in p.assertions}
-    if kinds & {MatchesAssertion, LanguageAssertion, NotLeaksAssertion}:
+    if kinds & {MatchesAssertion, LanguageAssertion, NotLeaksAssertion, FluentAssertion}:
         # ready by the first probe: they start while the preflight runs
-        regex.start_workers(concurrency, languages=LanguageAssertion in kinds)
+        languages = bool(kinds & {LanguageAssertion, FluentAssertion})
+        regex.start_workers(concurrency, languages=languages)
     try:
         try:
             await adapter.open()

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ruledrift.checks.answers import no_answer
+from ruledrift.checks.fluent import check_fluent
 from ruledrift.checks.jsregex import regex_literal
 from ruledrift.checks.language import check_language
 from ruledrift.checks.leaks import find_leak
@@ -33,6 +34,7 @@ from ruledrift.data import (
     AnswersAssertion,
     Assertion,
     AssertionResult,
+    FluentAssertion,
     LanguageAssertion,
     MatchesAssertion,
     NotLeaksAssertion,
@@ -107,6 +109,11 @@ def check_answers(assertion: AnswersAssertion, answer: str) -> AssertionResult:
     return AssertionResult("answers", False, f"expected an answer, but {missing.reason}")
 
 
+def check_is_fluent(assertion: FluentAssertion, answer: str) -> AssertionResult:
+    passed, message = check_fluent(answer, assertion.value, assertion.min_share)
+    return AssertionResult("fluent", passed, message)
+
+
 CHECKS: dict[str, Check] = {
     "contains": check_contains,
     "notContains": check_not_contains,
@@ -114,6 +121,7 @@ CHECKS: dict[str, Check] = {
     "language": check_in_language,
     "notLeaks": check_not_leaks,
     "answers": check_answers,
+    "fluent": check_is_fluent,
 }
 
 
@@ -143,13 +151,13 @@ class AssertionTimeout(CheckNotMade):
 
     def __init__(
         self,
-        assertion: MatchesAssertion | LanguageAssertion | NotLeaksAssertion,
+        assertion: MatchesAssertion | LanguageAssertion | NotLeaksAssertion | FluentAssertion,
         timeout_s: float,
     ) -> None:
         self.assertion, self.timeout_s = assertion, timeout_s
         if isinstance(assertion, NotLeaksAssertion):
             message = f"looking for the secret in the answer took longer than {timeout_s:g} s"
-        elif isinstance(assertion, LanguageAssertion):
+        elif isinstance(assertion, LanguageAssertion | FluentAssertion):
             message = (
                 f"identifying the language of the answer took longer than {timeout_s:g} s"
                 " (the limit for one check)"
@@ -190,6 +198,8 @@ async def _check_all(
             results.append(await _check_language(assertion, answer, regex))
         elif isinstance(assertion, NotLeaksAssertion):
             results.append(await _check_not_leaks(assertion, answer, regex))
+        elif isinstance(assertion, FluentAssertion):
+            results.append(await _check_fluent(assertion, answer, regex))
         else:
             results.append(CHECKS[assertion.type](assertion, answer))
     return tuple(results)
@@ -215,3 +225,14 @@ async def _check_not_leaks(
     except LeaksTimeout as timeout:
         raise AssertionTimeout(assertion, timeout.timeout_s) from timeout
     return not_leaks_result(disguise)
+
+
+async def _check_fluent(
+    assertion: FluentAssertion, answer: str, regex: RegexEvaluator
+) -> AssertionResult:
+    """`check_is_fluent`, in a worker."""
+    try:
+        passed, message = await regex.fluent(answer, assertion.value, assertion.min_share)
+    except LanguageTimeout as timeout:
+        raise AssertionTimeout(assertion, timeout.timeout_s) from timeout
+    return AssertionResult("fluent", passed, message)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ruledrift.boundary.processes import describe_exit
+from ruledrift.checks.fluent import check_fluent
 from ruledrift.checks.jsregex import js_test, regex_literal
 from ruledrift.checks.language import IDENTIFIED_CHARS, check_language, load_model
 from ruledrift.checks.leaks import find_leak
@@ -117,6 +118,9 @@ def _answer(kind: str, args: list[Any], text: str) -> object:
     if kind == "language":
         length, expected, min_confidence = args
         return check_language(text, expected, min_confidence, length=length)
+    if kind == "fluent":
+        length, expected, min_share = args
+        return check_fluent(text, expected, min_share, length=length)
     if kind == "leaks":
         secret, min_fragment = args
         leak = find_leak(text, secret, min_fragment)
@@ -208,6 +212,18 @@ class RegexEvaluator:
         limit, ValueError for an unsupported code or a confidence out of range, WorkerFailed
         when no worker could make the check."""
         what: list[object] = ["language", len(text), expected, min_confidence]
+        try:
+            passed, message = await self._evaluate(
+                _request(what, text[:IDENTIFIED_CHARS]), languages=True
+            )
+        except _TimedOut:
+            raise LanguageTimeout(self.timeout_s) from None
+        return bool(passed), str(message)
+
+    async def fluent(self, text: str, expected: str, min_share: float) -> tuple[bool, str]:
+        """`fluent.check_fluent` on the answer `text`. Raises LanguageTimeout past the limit,
+        ValueError for an unsupported code, WorkerFailed when no worker could make the check."""
+        what: list[object] = ["fluent", len(text), expected, min_share]
         try:
             passed, message = await self._evaluate(
                 _request(what, text[:IDENTIFIED_CHARS]), languages=True

@@ -75,8 +75,22 @@ class AnswersAssertion:
     type: Literal["answers"] = "answers"
 
 
+@dataclass(frozen=True)
+class FluentAssertion:
+    """The answer is mostly words of the language `value` (ruledrift/checks/fluent.py)."""
+
+    value: str
+    min_share: float = 0.6
+    type: Literal["fluent"] = "fluent"
+
+
 Assertion = (
-    TextAssertion | MatchesAssertion | LanguageAssertion | NotLeaksAssertion | AnswersAssertion
+    TextAssertion
+    | MatchesAssertion
+    | LanguageAssertion
+    | NotLeaksAssertion
+    | AnswersAssertion
+    | FluentAssertion
 )
 
 

@@ -31,6 +31,7 @@ from ruledrift.checks.leaks import MAX_SECRET_CHARS, MIN_SECRET_CHARS, fold
 from ruledrift.data import (
     AnswersAssertion,
     Assertion,
+    FluentAssertion,
     LanguageAssertion,
     Location,
     MatchesAssertion,
@@ -642,4 +643,6 @@ def _assertion(data: dict[str, Any]) -> Assertion:
         return NotLeaksAssertion(secret, data.get("minFragment"), variable)
     if data["type"] == "answers":
         return AnswersAssertion()
+    if data["type"] == "fluent":
+        return FluentAssertion(data["value"], float(data.get("minShare", 0.6)))
     return TextAssertion(data["type"], data["value"], data.get("caseSensitive", False))

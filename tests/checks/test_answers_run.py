@@ -44,3 +44,15 @@ def test_gibberish_is_an_answer_to_answers(tmp_path: Path) -> None:
     `language` assertion is what catches an answer in no language)."""
     done = ruledrift("run", nonanswer_suite(tmp_path, "gibberish"))
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_gibberish_fails_fluent_and_a_real_answer_passes(tmp_path: Path) -> None:
+    data = base_suite(command=sys.executable, args=[str(AGENTS / "nonanswer.py"), "gibberish"])
+    for probe in data["scenarios"][0]["probes"]:
+        probe["assertions"] = [{"type": "fluent", "value": "en"}]
+    done = ruledrift("run", write_suite(tmp_path, data))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.count("expected fluent English (en), but ") == 2
+    data["adapter"]["args"] = [str(AGENTS / "nonanswer.py"), "refuse"]  # a refusal is English
+    done = ruledrift("run", write_suite(tmp_path, data))
+    assert done.returncode == 0, done.stdout + done.stderr

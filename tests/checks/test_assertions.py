@@ -44,8 +44,16 @@ def check(kind: str, value: str, answer: str, *, case_sensitive: bool = False) -
     return CHECKS[kind](assertion, answer)
 
 
-def test_the_pure_checks_are_the_text_types_language_not_leaks_and_answers() -> None:
-    assert set(CHECKS) == {"contains", "notContains", "equals", "language", "notLeaks", "answers"}
+def test_the_pure_checks_are_the_text_types_and_the_answer_checks() -> None:
+    assert set(CHECKS) == {
+        "contains",
+        "notContains",
+        "equals",
+        "language",
+        "notLeaks",
+        "answers",
+        "fluent",
+    }
 
 
 @pytest.mark.parametrize(

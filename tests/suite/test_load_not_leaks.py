@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ruledrift.data import NotLeaksAssertion
+from ruledrift.data import AnswersAssertion, FluentAssertion, NotLeaksAssertion
 from ruledrift.errors import ConfigError
 from ruledrift.suite.load import load_suite
 from tests.support.suites import base_suite, write_suite
@@ -96,3 +96,35 @@ def test_problems_are_placed_and_never_show_an_environment_secret(
     assert message in found
     assert "q.z!" not in found
     assert "QQQQ" not in found
+
+
+def test_fluent_and_answers_load_with_their_defaults(tmp_path: Path) -> None:
+    path = _suite(
+        tmp_path,
+        {"type": "answers"},
+        {"type": "fluent", "value": "en"},
+        {"type": "fluent", "value": "de", "minShare": 0.8},
+    )
+    assertions = load_suite(path).scenarios[0].probes[0].assertions
+    assert assertions == (
+        AnswersAssertion(),
+        FluentAssertion("en", 0.6),
+        FluentAssertion("de", 0.8),
+    )
+
+
+@pytest.mark.parametrize(
+    ("assertion", "pointer", "message"),
+    [
+        ({"type": "answers", "value": "x"}, "/value", 'unknown field "value"'),
+        ({"type": "fluent"}, "", 'missing required field "value"'),
+        ({"type": "fluent", "value": "english"}, "/value", 'did you mean "en" for English?'),
+        ({"type": "fluent", "value": "en", "minShare": 2}, "/minShare", "at most 1"),
+    ],
+)
+def test_fluent_and_answers_problems(
+    tmp_path: Path, assertion: dict[str, Any], pointer: str, message: str
+) -> None:
+    found = _problem(_suite(tmp_path, assertion))
+    assert f": /scenarios/0/probes/0/assertions/0{pointer}: " in found
+    assert message in found
