@@ -43,8 +43,10 @@ from ruledrift.checks.regex_workers import RegexEvaluator
 from ruledrift.data import (
     AdapterConfig,
     Balance,
+    FluentAssertion,
     LanguageAssertion,
     MatchesAssertion,
+    NotLeaksAssertion,
     RunResult,
     Scenario,
     ShardInfo,
@@ -256,9 +258,10 @@ async def _run_adapter(
 ) -> RunResult:
     regex = RegexEvaluator()
     kinds = {type(a) for s in scenarios for p in s.probes for a in p.assertions}
-    if kinds & {MatchesAssertion, LanguageAssertion}:  # ready by the first probe: they start
-        # while the preflight runs
-        regex.start_workers(concurrency, languages=LanguageAssertion in kinds)
+    if kinds & {MatchesAssertion, LanguageAssertion, NotLeaksAssertion, FluentAssertion}:
+        # ready by the first probe: they start while the preflight runs
+        languages = bool(kinds & {LanguageAssertion, FluentAssertion})
+        regex.start_workers(concurrency, languages=languages)
     try:
         try:
             await adapter.open()

@@ -1,7 +1,8 @@
 """The checks that can take long, bounded in time: JavaScript `test()` (`matches`,
-`notMatches`) and language identification (`language`). regress cannot be interrupted
-in-process, and no computation can be on the event loop, where it would hold up every other call
-and an interruption; so each runs in a worker process, which is killed at the time limit.
+`notMatches`), language identification (`language`) and secrets in disguise (`notLeaks`).
+regress cannot be interrupted in-process, and no computation can be on the event loop, where it
+would hold up every other call and an interruption; so each runs in a worker process, which is
+killed at the time limit.
 
 Workers are `python -P -c ...` subprocesses driven by asyncio (not multiprocessing): they are
 awaited natively without helper threads, start without re-importing the caller's `__main__`,
@@ -29,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from ruledrift.boundary.processes import describe_exit
+from ruledrift.checks.fluent import check_fluent
 from ruledrift.checks.jsregex import js_test, regex_literal
 from ruledrift.checks.language import IDENTIFIED_CHARS, check_language, load_model
+from ruledrift.checks.leaks import find_leak
 
 
 class RegexTimeout(Exception):
@@ -48,6 +51,14 @@ class LanguageTimeout(Exception):
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
         super().__init__(f"identifying the language took longer than {timeout_s:g} s")
+
+
+class LeaksTimeout(Exception):
+    """Looking for a secret in an answer took longer than `LEAKS_TIMEOUT_S`."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        super().__init__(f"looking for the secret took longer than {timeout_s:g} s")
 
 
 class WorkerFailed(Exception):
@@ -68,6 +79,9 @@ class _Died(Exception):
 
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)
+# `notLeaks` reads the whole answer, which is linear but takes seconds for 10 MB on a loaded
+# machine (benchmarks/leaks_benchmark.py): its own limit, above the regular expressions' one.
+LEAKS_TIMEOUT_S = 30.0
 _START_TIMEOUT_S = 60.0  # starting (Python, regress, the language model) is not part of the limit
 _STDERR_LINE_BYTES = 65536  # a longer line of a worker's stderr is passed on in pieces
 _BOOT = (
@@ -104,6 +118,13 @@ def _answer(kind: str, args: list[Any], text: str) -> object:
     if kind == "language":
         length, expected, min_confidence = args
         return check_language(text, expected, min_confidence, length=length)
+    if kind == "fluent":
+        length, expected, min_share = args
+        return check_fluent(text, expected, min_share, length=length)
+    if kind == "leaks":
+        secret, min_fragment = args
+        leak = find_leak(text, secret, min_fragment)
+        return None if leak is None else leak.disguise
     if kind == "load-language":
         load_model()
         return None
@@ -122,7 +143,8 @@ def _serve(backstop_s: float, parent: int) -> None:
         kind, *args, size = json.loads(line)
         text = requests.read(size).decode("utf-8", errors="surrogatepass")
         if kind != "load-language":  # loading is bounded by the start-up limit
-            signal.setitimer(signal.ITIMER_REAL, backstop_s)  # no handler: SIGALRM terminates
+            limit = max(backstop_s, 2 * LEAKS_TIMEOUT_S + 1) if kind == "leaks" else backstop_s
+            signal.setitimer(signal.ITIMER_REAL, limit)  # no handler: SIGALRM terminates
         try:
             reply = [True, _answer(kind, args, text)]
         except ValueError as problem:
@@ -198,13 +220,41 @@ class RegexEvaluator:
             raise LanguageTimeout(self.timeout_s) from None
         return bool(passed), str(message)
 
-    async def _evaluate(self, request: bytes, *, languages: bool = False) -> Any:
+    async def fluent(self, text: str, expected: str, min_share: float) -> tuple[bool, str]:
+        """`fluent.check_fluent` on the answer `text`. Raises LanguageTimeout past the limit,
+        ValueError for an unsupported code, WorkerFailed when no worker could make the check."""
+        what: list[object] = ["fluent", len(text), expected, min_share]
+        try:
+            passed, message = await self._evaluate(
+                _request(what, text[:IDENTIFIED_CHARS]), languages=True
+            )
+        except _TimedOut:
+            raise LanguageTimeout(self.timeout_s) from None
+        return bool(passed), str(message)
+
+    async def leaks(self, text: str, secret: str, min_fragment: int | None) -> str | None:
+        """`leaks.find_leak` on the answer `text`: the disguise found, or None. Raises
+        LeaksTimeout past `LEAKS_TIMEOUT_S`, ValueError for a secret too short,
+        WorkerFailed when no worker could make the check."""
+        try:
+            found = await self._evaluate(
+                _request(["leaks", secret, min_fragment], text), timeout_s=LEAKS_TIMEOUT_S
+            )
+        except _TimedOut:
+            raise LeaksTimeout(LEAKS_TIMEOUT_S) from None
+        return None if found is None else str(found)
+
+    async def _evaluate(
+        self, request: bytes, *, languages: bool = False, timeout_s: float | None = None
+    ) -> Any:
         async with self._slots:
             try:
-                reply = await self._reply(request, languages, reused_ok=True)
+                reply = await self._reply(request, languages, reused_ok=True, timeout_s=timeout_s)
             except _Died:  # an idle worker died unseen (killed, out of memory): a fresh one
                 try:
-                    reply = await self._reply(request, languages, reused_ok=False)
+                    reply = await self._reply(
+                        request, languages, reused_ok=False, timeout_s=timeout_s
+                    )
                 except _Died as died:
                     raise WorkerFailed(
                         f"the check worker {describe_exit(died.code)} before it answered"
@@ -214,7 +264,9 @@ class RegexEvaluator:
             raise ValueError(result)
         return result
 
-    async def _reply(self, request: bytes, languages: bool, *, reused_ok: bool) -> bytes:
+    async def _reply(
+        self, request: bytes, languages: bool, *, reused_ok: bool, timeout_s: float | None = None
+    ) -> bytes:
         """One worker's reply line to `request` (the worker goes back to the idle ones).
         Raises _TimedOut past the limit, _Died when it died before it answered."""
         try:
@@ -222,7 +274,7 @@ class RegexEvaluator:
         except (OSError, TimeoutError, RuntimeError) as error:
             raise WorkerFailed(f"no check worker could start: {error}") from None
         try:
-            reply = await asyncio.wait_for(self._ask(worker, request), self.timeout_s)
+            reply = await asyncio.wait_for(self._ask(worker, request), timeout_s or self.timeout_s)
         except TimeoutError:
             await self._discard(worker)
             raise _TimedOut from None

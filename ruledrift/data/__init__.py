@@ -24,10 +24,13 @@ from ruledrift.data.results import (
 )
 from ruledrift.data.suite import (
     AdapterConfig,
+    AnswersAssertion,
     Assertion,
+    FluentAssertion,
     LanguageAssertion,
     Location,
     MatchesAssertion,
+    NotLeaksAssertion,
     Probe,
     RegexAssertionType,
     Rule,
@@ -41,13 +44,16 @@ from ruledrift.data.suite import (
 
 __all__ = [
     "AdapterConfig",
+    "AnswersAssertion",
     "Assertion",
     "AssertionResult",
     "Balance",
+    "FluentAssertion",
     "LanguageAssertion",
     "Location",
     "MatchesAssertion",
     "Message",
+    "NotLeaksAssertion",
     "Probe",
     "ProbeResult",
     "ProbeRun",

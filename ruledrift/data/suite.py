@@ -3,7 +3,7 @@ each stands in the configuration file, and the adapter settings it names."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -55,7 +55,43 @@ class LanguageAssertion:
     type: Literal["language"] = "language"
 
 
-Assertion = TextAssertion | MatchesAssertion | LanguageAssertion
+@dataclass(frozen=True)
+class NotLeaksAssertion:
+    """The answer does not give the secret `value` away, as it is or disguised
+    (ruledrift/checks/leaks.py). `value_env`: the environment variable `value` was read from
+    (then `value` is scrubbed from reports and logs). `value` is left out of the repr."""
+
+    value: str = field(repr=False)
+    min_fragment: int | None = None
+    value_env: str | None = None
+    type: Literal["notLeaks"] = "notLeaks"
+
+
+@dataclass(frozen=True)
+class AnswersAssertion:
+    """The target answered: not empty, not a refusal, not repetitive
+    (ruledrift/checks/answers.py)."""
+
+    type: Literal["answers"] = "answers"
+
+
+@dataclass(frozen=True)
+class FluentAssertion:
+    """The answer is mostly words of the language `value` (ruledrift/checks/fluent.py)."""
+
+    value: str
+    min_share: float = 0.6
+    type: Literal["fluent"] = "fluent"
+
+
+Assertion = (
+    TextAssertion
+    | MatchesAssertion
+    | LanguageAssertion
+    | NotLeaksAssertion
+    | AnswersAssertion
+    | FluentAssertion
+)
 
 
 @dataclass(frozen=True)

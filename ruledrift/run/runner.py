@@ -20,10 +20,12 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from ruledrift.adapters.base import Adapter, CallContext, Completion
+from ruledrift.boundary.http import scrub
 from ruledrift.checks.assertions import CheckNotMade, check_answer
 from ruledrift.checks.regex_workers import RegexEvaluator
 from ruledrift.data import (
     Message,
+    NotLeaksAssertion,
     Probe,
     ProbeResult,
     ProbeRun,
@@ -100,6 +102,19 @@ def error_text(error: Exception) -> str:
     return cut_text(repair_surrogates(str(error)), ERROR_MAX_CHARS)
 
 
+def env_secrets(suite: Suite) -> tuple[str, ...]:
+    """The secrets of the suite's `notLeaks` assertions that were read from the environment
+    (`valueEnv`): scrubbed from every answer kept, like an API key."""
+    found = {
+        assertion.value
+        for scenario in suite.scenarios
+        for probe in scenario.probes
+        for assertion in probe.assertions
+        if isinstance(assertion, NotLeaksAssertion) and assertion.value_env is not None
+    }
+    return tuple(sorted(found, key=len, reverse=True))
+
+
 def make_response(text: str, metadata: Mapping[str, object] | None = None) -> Response:
     return Response(
         text=text,
@@ -131,6 +146,7 @@ class _ScenarioRun:
     duration_ms: int = 0
     settled: dict[str, ProbeRun] | None = None  # probe_runs() of a run played to its end
     done: bool = False
+    secrets: tuple[str, ...] | None = None  # env_secrets(suite), once asked
 
     @property
     def probes(self) -> tuple[Probe, ...]:
@@ -198,7 +214,7 @@ class _ScenarioRun:
             completion = await self._call(tuple(self.transcript), context)
         except AdapterError as error:
             return error_text(error)
-        self.transcript.append(Message("assistant", completion.content))
+        self.transcript.append(Message("assistant", self._scrubbed(completion.content)))
         return None
 
     async def _probe(self, probe: Probe) -> ProbeResult:
@@ -218,7 +234,7 @@ class _ScenarioRun:
             completion = await self._call(messages, context)
         except AdapterError as error:
             return ProbeResult(probe, "error", _ms_since(start), error=error_text(error))
-        response = make_response(completion.content, completion.metadata)
+        response = make_response(self._scrubbed(completion.content), completion.metadata)
         try:
             checks = await check_answer(probe.assertions, completion.content, self.regex)
         except CheckNotMade as error:
@@ -227,6 +243,13 @@ class _ScenarioRun:
             )
         status: Status = "passed" if all(check.passed for check in checks) else "failed"
         return ProbeResult(probe, status, _ms_since(start), checks, response)
+
+    def _scrubbed(self, answer: str) -> str:
+        """The answer as it is kept (reports, logs, the rest of the conversation): without the
+        secrets of `notLeaks` assertions that came from the environment. Checks read it whole."""
+        if self.secrets is None:
+            self.secrets = env_secrets(self.suite)
+        return scrub(answer, self.secrets) if self.secrets else answer
 
     def _unreached(self) -> tuple[Probe, ...]:
         return tuple(p for p in self.probes if p.id not in self.results)

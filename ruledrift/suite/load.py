@@ -27,11 +27,15 @@ from ruledrift.adapters.registry import ADAPTERS
 from ruledrift.boundary.files import FileTooBig, UnreadableFile, read_regular_file
 from ruledrift.checks.jsregex import js_test, regex_problem
 from ruledrift.checks.language import SUPPORTED_LANGUAGES, suggested_language
+from ruledrift.checks.leaks import MAX_SECRET_CHARS, MIN_SECRET_CHARS, fold
 from ruledrift.data import (
+    AnswersAssertion,
     Assertion,
+    FluentAssertion,
     LanguageAssertion,
     Location,
     MatchesAssertion,
+    NotLeaksAssertion,
     Probe,
     Rule,
     Scenario,
@@ -339,6 +343,8 @@ def _probe_problems(
     for a_index, assertion in _objects(probe.get("assertions")):
         for pointer, message in _regex_problems(assertion):
             yield f"/assertions/{a_index}{pointer}", name + message
+        for pointer, message in _secret_problems(assertion):
+            yield f"/assertions/{a_index}{pointer}", name + message
 
 
 def _boundaries(value: object) -> list[tuple[str, int]]:
@@ -514,6 +520,49 @@ def _regex_problems(assertion: Mapping[str, object]) -> Iterator[tuple[str, str]
         yield "/pattern", pattern_problem
 
 
+def _secret_problems(assertion: Mapping[str, object]) -> Iterator[tuple[str, str]]:
+    """A `notLeaks` secret too short to check, or its variable unset; never quoting it."""
+    if assertion.get("type") != "notLeaks":
+        return
+    value, variable = assertion.get("value"), assertion.get("valueEnv")
+    if ("value" in assertion) == ("valueEnv" in assertion):
+        yield "", 'notLeaks takes the secret from "value" or from "valueEnv": give one of them'
+        return
+    if isinstance(variable, str) and re.fullmatch("[A-Za-z_][A-Za-z0-9_]*", variable):
+        value = os.environ.get(variable)
+        if not value:
+            yield (
+                "/valueEnv",
+                (
+                    f"the environment variable {variable} (notLeaks valueEnv) is unset or empty: "
+                    "set it to the secret"
+                ),
+            )
+            return
+        if len(value) > MAX_SECRET_CHARS:
+            yield (
+                "/valueEnv",
+                (
+                    f"the secret in {variable} has {len(value)} characters; at most "
+                    f"{MAX_SECRET_CHARS} are checked"
+                ),
+            )
+            return
+    if (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_SECRET_CHARS
+        and (len(fold(value)) < MIN_SECRET_CHARS)
+    ):
+        where = "/valueEnv" if "value" not in assertion else "/value"
+        yield (
+            where,
+            (
+                f"the secret has fewer than {MIN_SECRET_CHARS} letters or digits: too short to "
+                "tell from chance once disguised"
+            ),
+        )
+
+
 # --- building the frozen suite (only once the data is known to be valid) ---------------------
 
 
@@ -588,4 +637,12 @@ def _assertion(data: dict[str, Any]) -> Assertion:
         if "minConfidence" in data:
             return LanguageAssertion(data["value"], float(data["minConfidence"]))
         return LanguageAssertion(data["value"])
+    if data["type"] == "notLeaks":
+        variable = data.get("valueEnv")
+        secret = data["value"] if variable is None else os.environ[variable]
+        return NotLeaksAssertion(secret, data.get("minFragment"), variable)
+    if data["type"] == "answers":
+        return AnswersAssertion()
+    if data["type"] == "fluent":
+        return FluentAssertion(data["value"], float(data.get("minShare", 0.6)))
     return TextAssertion(data["type"], data["value"], data.get("caseSensitive", False))

@@ -44,8 +44,16 @@ def check(kind: str, value: str, answer: str, *, case_sensitive: bool = False) -
     return CHECKS[kind](assertion, answer)
 
 
-def test_the_pure_checks_are_the_text_types_and_language() -> None:
-    assert set(CHECKS) == {"contains", "notContains", "equals", "language"}
+def test_the_pure_checks_are_the_text_types_and_the_answer_checks() -> None:
+    assert set(CHECKS) == {
+        "contains",
+        "notContains",
+        "equals",
+        "language",
+        "notLeaks",
+        "answers",
+        "fluent",
+    }
 
 
 @pytest.mark.parametrize(
