@@ -256,12 +256,14 @@ def show_validation(
 ) -> None:
     """The counts of a valid suite and the model calls a run makes; with repeats, what they
     promise the selected probes (`gate_words`) and the calls the repeats make at most."""
-    turns = sum(s.turns_needed for s in suite.scenarios)
+    turns = sum(s.turns_needed - min(s.replayed, s.turns_needed) for s in suite.scenarios)
+    replayed = sum(min(s.replayed, s.turns_needed) for s in suite.scenarios)
     shown = terminal_safe(str(config))
     print(
         f"{shown}: valid: {len(suite.rules)} rule(s), {len(suite.scenarios)} scenario(s), "
         f"{suite.probe_count} probe(s); a run makes {suite.model_calls} model call(s) "
         f"({turns} background turn(s) + {suite.probe_count} probe(s))"
+        + (f"; {replayed} recorded turn(s) replayed without a call" if replayed else "")
     )
     for warning in missing_scripts(suite):
         print(f"warning: {terminal_safe(warning)}")

@@ -25,6 +25,8 @@ from ruledrift.data.results import (
 from ruledrift.data.suite import (
     AdapterConfig,
     Assertion,
+    History,
+    HistoryMode,
     LanguageAssertion,
     Location,
     MatchesAssertion,
@@ -44,6 +46,8 @@ __all__ = [
     "Assertion",
     "AssertionResult",
     "Balance",
+    "History",
+    "HistoryMode",
     "LanguageAssertion",
     "Location",
     "MatchesAssertion",

@@ -34,6 +34,7 @@ WHERE = {  # each table's object in the schema, as a JSON pointer
     "boundary": "/properties/drift/items/properties/boundaries/items",
     "rule": "/properties/rules/items",
     "scenario": "/$defs/scenario",
+    "history": "/$defs/scenario/properties/history",
     "message": "/$defs/message",
     "probe": "/$defs/probe",
     "run": "/$defs/probe/properties/runs/items",

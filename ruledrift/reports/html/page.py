@@ -416,7 +416,7 @@ def _scenario_row(scenario: ScenarioResult, columns: int, include_responses: boo
         messages = [
             el(
                 "div",
-                el("span", m.role, class_="role"),
+                el("span", f"{m.role} (recorded)" if m.recorded else m.role, class_="role"),
                 el("pre", cut_text(m.content, ANSWER_MAX_CHARS)),
                 class_="message",
             )
