@@ -153,3 +153,56 @@ def test_validate_checks_the_history_and_counts_no_call_for_replayed_turns(
     assert f"{history}:1:35: /tool_calls: tool calls in a recorded history" in done.stderr
     assert "1 problem(s)" in done.stderr  # the probes' depths wait for a readable history
     assert "Traceback" not in done.stderr
+
+
+def test_import_writes_a_history_a_suite_can_name_and_never_overwrites(tmp_path: Path) -> None:
+    export = tmp_path / "chat.json"
+    messages = [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": [{"type": "text", "text": "what is the code word?"}]},
+        {"role": "assistant", "content": "it is MANGO"},
+    ]
+    export.write_text(json.dumps({"messages": messages}), encoding="utf-8")
+    done = ruledrift("import", export)
+    assert done.returncode == 0, done.stderr
+    written = tmp_path / "chat.history.jsonl"
+    assert done.stdout == (
+        f"wrote {written}: 2 message(s), 1 recorded turn(s); left out 1 system message(s)\n"
+    )
+    assert "MANGO" not in done.stdout + done.stderr
+    before = written.read_bytes()
+    again = ruledrift("import", export)
+    assert again.returncode == 2
+    assert "exists: pass --force to replace it" in again.stderr
+    assert written.read_bytes() == before
+    forced = ruledrift("import", export, "-o", written, "--force")
+    assert forced.returncode == 0, forced.stderr
+    # the written file is a history a suite runs on
+    (tmp_path / "sessions").mkdir()
+    written.rename(tmp_path / "sessions" / "4711.jsonl")
+    data = base_suite(command=sys.executable, args=[AGENT, "--leak-on-word", "MANGO"])
+    data["scenarios"] = [
+        {"id": "imported", "history": "sessions/4711.jsonl", "probes": [probe(0), probe(1)]}
+    ]
+    report = tmp_path / "r.json"
+    run = ruledrift("run", write_suite(tmp_path, data), "--json", report)
+    assert run.returncode == 1, run.stderr
+    assert statuses(report) == {"at-0": "passed", "at-1": "failed"}
+
+
+def test_import_refuses_bad_input_with_exit_2_and_no_traceback(tmp_path: Path) -> None:
+    export = tmp_path / "chat.jsonl"
+    export.write_text(
+        '{"role": "user", "content": "hi"}\n{"role": "tool", "content": "42"}\n', encoding="utf-8"
+    )
+    done = ruledrift("import", export, "-o", tmp_path / "out.jsonl")
+    assert done.returncode == 2
+    assert f"{export}:2:10: /role: tool calls are not supported in a history yet" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out.jsonl").exists()
+    too_big = tmp_path / "big.json"
+    with too_big.open("wb") as file:
+        file.truncate(64 * 1024 * 1024 + 1)
+    done = ruledrift("import", too_big)
+    assert done.returncode == 2
+    assert "an export may be at most 64 MiB" in done.stderr

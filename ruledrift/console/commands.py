@@ -18,7 +18,7 @@ from typing import Literal, TextIO
 
 from ruledrift import app
 from ruledrift.adapters.command import CommandAdapterConfig
-from ruledrift.app import saved
+from ruledrift.app import history, saved
 from ruledrift.app.options import OptionError, as_flags
 from ruledrift.console import github, output
 from ruledrift.console.not_run import render_not_run_annotations, render_not_run_summary
@@ -246,6 +246,18 @@ def pull(request: app.PullRequest) -> app.PullOutcome:
     outcome = app.pull(request, ConsoleObserver(Display(), sys.stdout, sys.stderr))
     print(f"{terminal_safe(outcome.model)}: {'pulled' if outcome.pulled else 'already present'}")
     return outcome
+
+
+def import_history(request: history.ImportRequest) -> int:
+    """`ruledrift import`: convert, write, and say what was written (never the text)."""
+    outcome = history.import_history(request)
+    exchanges = outcome.messages // 2
+    dropped = f"; left out {outcome.dropped} system message(s)" if outcome.dropped else ""
+    print(
+        f"wrote {terminal_safe(str(outcome.output))}: {outcome.messages} message(s), "
+        f"{exchanges} recorded turn(s){dropped}"
+    )
+    return 0
 
 
 def show_validation(
