@@ -228,3 +228,13 @@ def test_the_suite_hash_includes_the_historys_content(tmp_path: Path) -> None:
         history_lines([("my name is Bob", "hello Bob")]), encoding="utf-8"
     )
     assert load_suite(path).sha256 != first
+
+
+def test_probe_depths_wait_for_a_readable_history(tmp_path: Path) -> None:
+    """A history that cannot be read has no known length: its probes' depths are not checked
+    against the scenario's own turns (that would be a second, false problem)."""
+    data = base_suite()
+    data["scenarios"][0] |= {"history": "h.jsonl", "turns": []}
+    (tmp_path / "h.jsonl").write_text('{"role": "system", "content": "x"}\n', encoding="utf-8")
+    found = one_problem(write_suite(tmp_path, data))
+    assert "a system message cannot be recorded" in found
