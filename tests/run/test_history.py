@@ -11,6 +11,7 @@ from typing import Any
 
 from ruledrift.checks.regex_workers import RegexEvaluator
 from ruledrift.data import HistoryMode, Message, RunResult, Suite, VerdictPolicy
+from ruledrift.reports.html import render_html
 from ruledrift.results.json_load import report_from_bytes
 from ruledrift.results.json_report import render_json
 from ruledrift.run.runner import run_suite
@@ -94,9 +95,12 @@ def test_the_call_budget_counts_no_replayed_turn(tmp_path: Path) -> None:
     assert [p.status for p in repeated.probes] == ["passed", "passed"]
 
 
-def test_the_json_report_names_the_history_and_keeps_its_text_out(tmp_path: Path) -> None:
+def test_the_reports_name_the_history_and_keep_its_text_out(tmp_path: Path) -> None:
     suite = history_suite(tmp_path, "replay")
     result = run(suite, RecordingAdapter())
+    page = render_html(result, include_responses=False)
+    assert b"recorded history h.jsonl (replay)" in page
+    assert b"PINEAPPLE" not in page
     plain = render_json(result, include_responses=False)
     assert b"PINEAPPLE" not in plain
     assert b"I am Ada" not in plain
