@@ -93,6 +93,14 @@ def _schema(args: argparse.Namespace) -> int:
     return ExitCode.PASSED
 
 
+def _import(args: argparse.Namespace) -> int:
+    from ruledrift.app.history import ImportRequest
+    from ruledrift.console import commands as console
+
+    output = Path(args.output) if args.output is not None else None
+    return console.import_history(ImportRequest(Path(args.source), output, force=args.force))
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": _run,
     "report": _report,
@@ -101,6 +109,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": _validate,
     "pull": _pull,
     "schema": _schema,
+    "import": _import,
 }
 
 

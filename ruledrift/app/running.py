@@ -132,10 +132,11 @@ def run_plan(
     if policy.repeat == "auto":
         design = sequential_design(policy, selection)
         depths = [[p.after_turn for p in s.probes] for s in scenarios]
+        replayed = [s.replayed for s in scenarios]
         expected = ExpectedCalls(
             policy.holds_at,
-            calls=round(expected_calls(design, policy.holds_at, depths)),
-            never_failing=round(expected_calls(design, 1.0, depths)),
+            calls=round(expected_calls(design, policy.holds_at, depths, replayed)),
+            never_failing=round(expected_calls(design, 1.0, depths, replayed)),
         )
     return RunPlan(
         suite,

@@ -315,6 +315,22 @@ def build_parser() -> argparse.ArgumentParser:
     _repeat_arguments(validate)
 
     commands.add_parser("schema", help="print the suite's JSON Schema")
+
+    imports = commands.add_parser(
+        "import",
+        help="convert an exported conversation (a JSON message list, an object with "
+        '"messages", or JSONL) into a history file a scenario can name',
+    )
+    imports.add_argument("source", metavar="FILE", help="the export")
+    imports.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="the history file to write (default: beside FILE, NAME.history.jsonl)",
+    )
+    imports.add_argument(
+        "--force", action="store_true", help="replace OUT if it exists (default: refuse)"
+    )
     return parser
 
 

@@ -18,7 +18,7 @@ from typing import Literal, TextIO
 
 from ruledrift import app
 from ruledrift.adapters.command import CommandAdapterConfig
-from ruledrift.app import saved
+from ruledrift.app import history, saved
 from ruledrift.app.options import OptionError, as_flags
 from ruledrift.console import github, output
 from ruledrift.console.not_run import render_not_run_annotations, render_not_run_summary
@@ -248,6 +248,18 @@ def pull(request: app.PullRequest) -> app.PullOutcome:
     return outcome
 
 
+def import_history(request: history.ImportRequest) -> int:
+    """`ruledrift import`: convert, write, and say what was written (never the text)."""
+    outcome = history.import_history(request)
+    exchanges = outcome.messages // 2
+    dropped = f"; left out {outcome.dropped} system message(s)" if outcome.dropped else ""
+    print(
+        f"wrote {terminal_safe(str(outcome.output))}: {outcome.messages} message(s), "
+        f"{exchanges} recorded turn(s){dropped}"
+    )
+    return 0
+
+
 def show_validation(
     config: Path,
     suite: Suite,
@@ -256,12 +268,14 @@ def show_validation(
 ) -> None:
     """The counts of a valid suite and the model calls a run makes; with repeats, what they
     promise the selected probes (`gate_words`) and the calls the repeats make at most."""
-    turns = sum(s.turns_needed for s in suite.scenarios)
+    turns = sum(s.turns_needed - min(s.replayed, s.turns_needed) for s in suite.scenarios)
+    replayed = sum(min(s.replayed, s.turns_needed) for s in suite.scenarios)
     shown = terminal_safe(str(config))
     print(
         f"{shown}: valid: {len(suite.rules)} rule(s), {len(suite.scenarios)} scenario(s), "
         f"{suite.probe_count} probe(s); a run makes {suite.model_calls} model call(s) "
         f"({turns} background turn(s) + {suite.probe_count} probe(s))"
+        + (f"; {replayed} recorded turn(s) replayed without a call" if replayed else "")
     )
     for warning in missing_scripts(suite):
         print(f"warning: {terminal_safe(warning)}")

@@ -11,6 +11,7 @@ Severity = Literal["critical", "warning", "info"]
 TextAssertionType = Literal["contains", "notContains", "equals"]
 RegexAssertionType = Literal["matches", "notMatches"]
 SystemPromptMode = Literal["replace", "append"]
+HistoryMode = Literal["replay", "regenerate"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,24 @@ class Probe:
 
 
 @dataclass(frozen=True)
+class History:
+    """A scenario's recorded background (`history`): the file as the suite names it, the
+    SHA-256 of its bytes, and its conversation as pairs of a user message and the recorded
+    answer to it. `replay` keeps the recorded answers; `regenerate` plays the user messages and
+    the target answers them."""
+
+    path: str
+    sha256: str
+    mode: HistoryMode
+    exchanges: tuple[tuple[str, str], ...]
+
+    @property
+    def turns(self) -> int:
+        """Its user messages: the boundaries it holds."""
+        return len(self.exchanges)
+
+
+@dataclass(frozen=True)
 class Scenario:
     """A conversation to play. `system_prompt` and `rules` are the scenario's own (None: the
     suite's); `system_prompt_mode` says whether its prompt replaces the suite's or follows it.
@@ -128,6 +147,7 @@ class Scenario:
     system_prompt: str | None = None
     system_prompt_mode: SystemPromptMode = "replace"
     rules: tuple[Rule, ...] | None = None
+    history: History | None = None
 
     @property
     def turns_needed(self) -> int:
@@ -135,8 +155,30 @@ class Scenario:
         return max((probe.after_turn for probe in self.probes), default=0)
 
     @property
+    def replayed(self) -> int:
+        """The background turns whose answers are recorded (replay mode): no model call."""
+        history = self.history
+        return history.turns if history is not None and history.mode == "replay" else 0
+
+    @property
+    def turn_count(self) -> int:
+        """The boundaries it holds: the history's user messages, then its own turns."""
+        return (self.history.turns if self.history else 0) + len(self.turns)
+
+    def turn(self, number: int) -> tuple[str, str | None]:
+        """Background turn `number` (1-based, the history's first): the user message, and the
+        recorded answer when it is replayed (None: the target answers)."""
+        recorded = self.history.turns if self.history else 0
+        if number > recorded:
+            return self.turns[number - recorded - 1], None
+        assert self.history is not None
+        user, answer = self.history.exchanges[number - 1]
+        return user, answer if self.history.mode == "replay" else None
+
+    @property
     def model_calls(self) -> int:
-        return self.turns_needed + len(self.probes)
+        calls = self.turns_needed - min(self.replayed, self.turns_needed)
+        return calls + len(self.probes)
 
 
 class AdapterConfig(Protocol):

@@ -135,8 +135,14 @@ SCENARIO = _fields(  # ScenarioResult
     ("modelCalls", "model_calls"),
     ("probes", "probes"),
     Field("transcript", "transcript", optional=True),  # with the answers only
+    Field("history", "history", optional=True),  # a scenario with a recorded history
 )
-MESSAGE = _fields(("role", "role"), ("content", "content"))  # Message
+HISTORY = _fields(("path", "path"), ("sha256", "sha256"), ("mode", "mode"))  # History
+MESSAGE = _fields(  # Message
+    ("role", "role"),
+    ("content", "content"),
+    Field("recorded", "recorded", optional=True),  # true when from the history (else left out)
+)
 PROBE = _fields(  # ProbeResult
     ("id", "id"),
     ("rule", "rule"),
@@ -192,6 +198,7 @@ OBJECTS: Mapping[str, tuple[Field, ...]] = {
     "boundary": BOUNDARY,
     "rule": RULE,
     "scenario": SCENARIO,
+    "history": HISTORY,
     "message": MESSAGE,
     "probe": PROBE,
     "run": RUN,

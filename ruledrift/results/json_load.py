@@ -62,6 +62,7 @@ from ruledrift.checks.jsregex import js_test
 from ruledrift.data import (
     AssertionResult,
     Balance,
+    History,
     Location,
     Message,
     Probe,
@@ -116,6 +117,7 @@ _read_report = reader(fields.REPORT)
 _read_response = reader(fields.RESPONSE)
 _read_run = reader(fields.RUN)
 _read_scenario = reader(fields.SCENARIO)
+_read_history = reader(fields.HISTORY)
 _read_shard = reader(fields.SHARD)
 _read_suite = reader(fields.SUITE)
 _read_summary = reader(fields.SUMMARY)
@@ -814,12 +816,14 @@ def _scenario(rendered: dict[str, Any], rules: dict[str, Rule]) -> ScenarioResul
         _probe_result(p, rules, prompt, text)
         for p, prompt, text in zip(probes, prompts, texts, strict=True)
     )
+    history = values.get("history")
     scenario = Scenario(
         id=values["id"],
         description=values.get("description"),
         turns=(),
         probes=tuple(r.probe for r in results),
         location=NOWHERE,
+        history=None if history is None else History(**_read_history(history), exchanges=()),
     )
     played = [run.run for result in results for run in result.runs]
     return ScenarioResult(

@@ -91,7 +91,11 @@ def _story(story: RuleStory) -> dict[str, Any]:
 
 
 def _scenario(result: ScenarioResult, include_responses: bool) -> dict[str, Any]:
-    transcript = [written(fields.MESSAGE, vars(m)) for m in result.transcript]
+    transcript = [
+        written(fields.MESSAGE, vars(m) | {"recorded": m.recorded or None})
+        for m in result.transcript
+    ]
+    history = result.scenario.history
     values = {
         "id": result.scenario.id,
         "description": result.scenario.description,
@@ -100,6 +104,7 @@ def _scenario(result: ScenarioResult, include_responses: bool) -> dict[str, Any]
         "model_calls": result.model_calls,
         "probes": [_probe(result, p, include_responses) for p in result.probes],
         "transcript": transcript if include_responses else None,
+        "history": None if history is None else written(fields.HISTORY, vars(history)),
     }
     return written(fields.SCENARIO, values)
 

@@ -2,9 +2,10 @@
 `Events` observer, and the outcome is a frozen `RunResult`.
 
 Within a scenario: turn k, then every probe at boundary k (each on its own copy of the
-conversation), then turn k+1, and no turn after the last boundary a probe needs. Scenarios run
-concurrently up to `concurrency`; results keep config order. Cancelling the run (Ctrl-C) stops
-every scenario and still returns what finished, with `interrupted` set.
+conversation), then turn k+1, and no turn after the last boundary a probe needs. A recorded
+history's turns come first; replayed ones keep their recorded answers and make no model call.
+Scenarios run concurrently up to `concurrency`; results keep config order. Cancelling the run
+(Ctrl-C) stops every scenario and still returns what finished, with `interrupted` set.
 """
 
 from __future__ import annotations
@@ -200,7 +201,14 @@ class _ScenarioRun:
         return draw_paraphrase(probe, self.scenario.id, self.run, self.seed)
 
     async def _play_turn(self, turn: int) -> str | None:
-        self.transcript.append(Message("user", self.scenario.turns[turn - 1]))
+        """Background turn `turn`: the user message, then its recorded answer (replay: no
+        model call) or the target's."""
+        user, recorded = self.scenario.turn(turn)
+        from_history = self.scenario.history is not None and turn <= self.scenario.history.turns
+        self.transcript.append(Message("user", user, recorded=from_history))
+        if recorded is not None:
+            self.transcript.append(Message("assistant", recorded, recorded=True))
+            return None
         context = CallContext(
             self.suite.name,
             self.scenario.id,

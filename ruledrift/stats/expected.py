@@ -29,19 +29,30 @@ __all__ = ["expected_calls"]
 
 
 def expected_calls(
-    design: SequentialDesign, pass_rate: float, scenarios: Sequence[Sequence[int]]
+    design: SequentialDesign,
+    pass_rate: float,
+    scenarios: Sequence[Sequence[int]],
+    replayed: Sequence[int] = (),
 ) -> float:
     """The expected model calls of `scenarios` (each given as its probes' `afterTurn` depths)
-    under `design`, every probe passing each run with chance `pass_rate`, independently."""
+    under `design`, every probe passing each run with chance `pass_rate`, independently.
+    `replayed[i]`: the first turns of scenario i whose answers are recorded (no call; 0 when
+    not given)."""
     stops = operating_characteristic(design, pass_rate).stops
     stopped = list(accumulate(stops))  # stopped[k]: the chance a probe stopped within k runs
-    return math.fsum(_scenario_calls(stopped[: design.cap], depths) for depths in scenarios)
+    free = [*replayed, *[0] * (len(scenarios) - len(replayed))]
+    return math.fsum(
+        _scenario_calls(stopped[: design.cap], depths, skip)
+        for depths, skip in zip(scenarios, free, strict=False)
+    )
 
 
-def _scenario_calls(stopped_before: Sequence[float], depths: Sequence[int]) -> float:
-    """E[calls] of one scenario; `stopped_before[r - 1]` is F(r − 1) for run r = 1 … cap."""
+def _scenario_calls(stopped_before: Sequence[float], depths: Sequence[int], skip: int) -> float:
+    """E[calls] of one scenario; `stopped_before[r - 1]` is F(r − 1) for run r = 1 … cap;
+    turns 1 … `skip` make no call."""
     deepest = max(depths, default=0)
-    at_least = [sum(1 for depth in depths if depth >= turn) for turn in range(1, deepest + 1)]
+    played = range(skip + 1, deepest + 1)
+    at_least = [sum(1 for depth in depths if depth >= turn) for turn in played]
     calls = []
     for done in stopped_before:
         turns = math.fsum(1 - done**count for count in at_least)

@@ -32,6 +32,7 @@ from ruledrift.data import (
     AnswersAssertion,
     Assertion,
     FluentAssertion,
+    History,
     LanguageAssertion,
     Location,
     MatchesAssertion,
@@ -45,6 +46,7 @@ from ruledrift.data import (
 from ruledrift.errors import ConfigError, ConfigIssue
 from ruledrift.jsondoc import positions as jsonpos
 from ruledrift.jsondoc.schema_messages import ID_PATTERN, SchemaFinding, context, findings, show
+from ruledrift.suite.history import Loaded, load_history
 
 SCHEMA_NAME = "rule-drift.schema.json"
 MAX_SUITE_BYTES = 16 * 1024 * 1024  # far above any real suite, far below any memory limit
@@ -152,10 +154,36 @@ def load_suite(path: Path) -> Suite:
         prefix = "" if isinstance(error, jsonpos.JSONLimitError) else "invalid JSON: "
         issue = _issue(path, line, column, error.pointer, prefix + error.message)
         raise ConfigError([issue]) from None
-    issues = list(_problems(path, doc))
+    histories = _histories(path, doc.value)
+    issues = list(_problems(path, doc, histories))
     if issues:
         raise ConfigError(issues)
-    return _build(path, cast(dict[str, Any], doc.value), doc, hashlib.sha256(raw).hexdigest())
+    loaded = {index: found.history for index, found in histories.items() if found.history}
+    return _build(path, cast(dict[str, Any], doc.value), doc, _suite_hash(raw, loaded), loaded)
+
+
+def _histories(path: Path, data: object) -> dict[int, Loaded]:
+    """Each scenario's history (by scenario index), read when its `history` is a string."""
+    found = {}
+    for index, scenario in _objects(data.get("scenarios") if isinstance(data, dict) else None):
+        name, mode = scenario.get("history"), scenario.get("historyMode")
+        if isinstance(name, str) and name:  # a wrong mode is the schema's to report
+            found[index] = load_history(
+                path, name, "regenerate" if mode == "regenerate" else "replay"
+            )
+    return found
+
+
+def _suite_hash(raw: bytes, histories: Mapping[int, History]) -> str:
+    """The suite file's SHA-256; with histories, the SHA-256 of the file's bytes followed by
+    each history's path and SHA-256, so that runs of different histories never merge."""
+    if not histories:
+        return hashlib.sha256(raw).hexdigest()
+    digest = hashlib.sha256(raw)
+    for index in sorted(histories):
+        history = histories[index]
+        digest.update(f"\n{index}\t{history.path}\t{history.sha256}".encode())
+    return digest.hexdigest()
 
 
 def _issue(path: Path, line: int, column: int, pointer: str, message: str) -> ConfigIssue:
@@ -205,7 +233,9 @@ def _decode(path: Path, raw: bytes) -> str:
     return " " + text[1:] if text.startswith("\ufeff") else text
 
 
-def _problems(path: Path, doc: jsonpos.Parsed) -> Iterator[ConfigIssue]:
+def _problems(
+    path: Path, doc: jsonpos.Parsed, histories: Mapping[int, Loaded]
+) -> Iterator[ConfigIssue]:
     def at_value(pointer: str, message: str) -> ConfigIssue:
         offset = doc.values.get(pointer, doc.keys.get(pointer, 0))
         return _issue(path, *doc.line_col(offset), pointer, message)
@@ -225,7 +255,13 @@ def _problems(path: Path, doc: jsonpos.Parsed) -> Iterator[ConfigIssue]:
             parts = list(error.absolute_path)
             message = finding.message + context(doc.value, parts)
             yield _issue(path, *doc.line_col(offset), finding.pointer, message)
-    for pointer, message in _cross_field_problems(doc.value):
+    for index, found in histories.items():
+        yield from found.issues
+        if found.at_suite:
+            yield at_value(f"/scenarios/{index}/history", found.at_suite)
+    # a scenario whose history could not be read has no known depth: its probes' are not checked
+    recorded = {i: found.history.turns if found.history else None for i, found in histories.items()}
+    for pointer, message in _cross_field_problems(doc.value, recorded):
         yield at_value(pointer, message)
 
 
@@ -277,7 +313,9 @@ def _schema_errors(data: object) -> list[ValidationError]:
     return [e for e in errors if e.validator == "type" or tuple(e.absolute_path) not in mistyped]
 
 
-def _cross_field_problems(data: object) -> Iterator[tuple[str, str]]:
+def _cross_field_problems(
+    data: object, recorded: Mapping[int, int | None]
+) -> Iterator[tuple[str, str]]:
     """What the schema cannot express. Defensive: the data may also have schema errors."""
     if not isinstance(data, dict):
         return
@@ -287,7 +325,8 @@ def _cross_field_problems(data: object) -> Iterator[tuple[str, str]]:
     scenarios = _objects(data.get("scenarios"))
     yield from _duplicate_ids(scenarios, "scenarios", "scenario")
     for s_index, scenario in scenarios:
-        yield from _scenario_problems(scenario, f"/scenarios/{s_index}", rule_ids)
+        turns = recorded.get(s_index, 0)
+        yield from _scenario_problems(scenario, f"/scenarios/{s_index}", rule_ids, turns)
     adapter = data.get("adapter")
     if isinstance(adapter, dict) and adapter.get("type") in ADAPTERS:
         for pointer, message in ADAPTERS[adapter["type"]].problems(adapter):
@@ -295,11 +334,13 @@ def _cross_field_problems(data: object) -> Iterator[tuple[str, str]]:
 
 
 def _scenario_problems(
-    scenario: dict[str, Any], at: str, rule_ids: _RuleIds
+    scenario: dict[str, Any], at: str, rule_ids: _RuleIds, recorded: int | None
 ) -> Iterator[tuple[str, str]]:
-    """A scenario's problems: its probes', and its own `rules` list's."""
-    turns = scenario.get("turns")
-    turn_count = len(turns) if isinstance(turns, list) else None
+    """A scenario's problems: its probes', and its own `rules` list's. `recorded`: the user
+    messages of its history, boundaries before its own turns (None: a history not read)."""
+    turns = scenario.get("turns", [])
+    known = isinstance(turns, list) and recorded is not None
+    turn_count = (recorded or 0) + len(turns) if known else None
     where = f"scenario {show(scenario.get('id'))}"
     probes = _objects(scenario.get("probes"))
     base = f"{at}/probes"
@@ -309,7 +350,8 @@ def _scenario_problems(
     for k_index, rule in rendered.unknown(rule_ids):
         yield f"{at}/rules/{k_index}", f"{where}: unknown rule {show(rule)} {rule_ids.hint(rule)}"
     for p_index, probe in probes:
-        for pointer, message in _probe_problems(probe, turn_count, where, rule_ids):
+        depth_where = f"{where} ({recorded} in its history)" if recorded else where
+        for pointer, message in _probe_problems(probe, turn_count, depth_where, rule_ids):
             yield f"{base}/{p_index}{pointer}", message
         for message in rendered.missing(probe, rule_ids):
             yield f"{base}/{p_index}/rule", message
@@ -327,7 +369,10 @@ def _probe_problems(
         yield "/rule", f"{name}unknown rule {show(rule)} {rule_ids.hint(rule)}"
     for pointer, after in _boundaries(probe.get("afterTurn")):
         if turn_count is not None and after > turn_count:
-            yield pointer, f"{name}{after} is greater than the {turn_count} turn(s) of {where}"
+            yield (
+                pointer,
+                f"{name}{after} is greater than the {turn_count} turn(s) of {where}",
+            )
     boundaries = [after for _, after in _boundaries(probe.get("afterTurn"))]
     if _is_id(probe_id) and isinstance(probe.get("afterTurn"), list) and boundaries:
         made = derived_probe_id(probe_id, max(boundaries))
@@ -566,7 +611,13 @@ def _secret_problems(assertion: Mapping[str, object]) -> Iterator[tuple[str, str
 # --- building the frozen suite (only once the data is known to be valid) ---------------------
 
 
-def _build(path: Path, data: dict[str, Any], doc: jsonpos.Parsed, sha256: str) -> Suite:
+def _build(
+    path: Path,
+    data: dict[str, Any],
+    doc: jsonpos.Parsed,
+    sha256: str,
+    histories: Mapping[int, History],
+) -> Suite:
     def location(pointer: str) -> Location:
         return Location(*doc.line_col(doc.values[pointer]))
 
@@ -586,12 +637,13 @@ def _build(path: Path, data: dict[str, Any], doc: jsonpos.Parsed, sha256: str) -
             Scenario(
                 s["id"],
                 s.get("description"),
-                tuple(s["turns"]),
+                tuple(s.get("turns", [])),
                 probes,
                 location(f"/scenarios/{s_index}"),
                 system_prompt=s.get("systemPrompt"),
                 system_prompt_mode=s.get("systemPromptMode", "replace"),
                 rules=tuple(by_id[r] for r in s["rules"]) if "rules" in s else None,
+                history=histories.get(s_index),
             )
         )
     return Suite(

@@ -4,6 +4,7 @@ out (tests/stats/test_expected.py), not against the formula that computes it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,26 @@ def test_fixed_repeats_plan_exact_calls(tmp_path: Path) -> None:
     suite = load_suite(suite_path(tmp_path))
     plan = run_plan(suite, suite.scenarios, VerdictPolicy(repeat=4), selection=3)
     assert (plan.runs, plan.model_calls, plan.expected) == (4, 4 * 9, None)
+
+
+def test_replayed_history_turns_are_not_planned_as_calls(tmp_path: Path) -> None:
+    """The same depths as above, but the first scenario's 3 turns come from a replayed history:
+    its runs make only their probe calls."""
+    lines = [
+        json.dumps({"role": role, "content": f"{role} {i}"}) + "\n"
+        for i in range(3)
+        for role in ("user", "assistant")
+    ]
+    (tmp_path / "h.jsonl").write_text("".join(lines), encoding="utf-8")
+    data = base_suite()
+    data["scenarios"].append(dict(data["scenarios"][0], id="other"))
+    data["scenarios"][1]["probes"] = data["scenarios"][1]["probes"][1:]
+    data["scenarios"][0] |= {"history": "h.jsonl", "turns": []}
+    suite = load_suite(write_suite(tmp_path, data))
+    policy = VerdictPolicy(repeat="auto")
+    plan = run_plan(suite, suite.scenarios, policy, selection=3)
+    design = SequentialDesign.for_suite(3)
+    assert plan.model_calls == design.cap * (2 + 4)
+    never = next(n for n in range(1, design.cap) if decide(n, n, design).verdict == "holds")
+    assert plan.expected is not None
+    assert plan.expected.never_failing == never * (2 + 4)  # every run: 0 + 2 probes, 3 + 1

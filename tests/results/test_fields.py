@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from ruledrift.data import Balance, ProbeRun, RunResult, ShardInfo, VerdictPolicy
+from ruledrift.data import (
+    Balance,
+    History,
+    Message,
+    ProbeRun,
+    RunResult,
+    ShardInfo,
+    VerdictPolicy,
+)
 from ruledrift.results import fields
 from ruledrift.results.fields import Field
 from ruledrift.results.json_load import report_from_bytes
@@ -34,6 +42,7 @@ WHERE = {  # each table's object in the schema, as a JSON pointer
     "boundary": "/properties/drift/items/properties/boundaries/items",
     "rule": "/properties/rules/items",
     "scenario": "/$defs/scenario",
+    "history": "/$defs/scenario/properties/history",
     "message": "/$defs/message",
     "probe": "/$defs/probe",
     "run": "/$defs/probe/properties/runs/items",
@@ -143,8 +152,13 @@ def everything(*, paraphrased: bool = True) -> RunResult:
     verdict = probe_verdict(probe, runs, policy, sequential_design(policy, 1))
     scenario = replace(
         original,
-        scenario=replace(original.scenario, description="the whole report"),
+        scenario=replace(
+            original.scenario,
+            description="the whole report",
+            history=History("sessions/4711.jsonl", "f" * 64, "replay", ()),
+        ),
         probes=(verdict, *original.probes[1:]),
+        transcript=(*original.transcript, Message("user", "recorded", recorded=True)),
         runs=6,
     )
     ids = tuple(s.scenario.id for s in base.scenarios)

@@ -80,3 +80,14 @@ def test_a_scenario_that_never_fails_makes_its_calls_for_each_run_to_the_first_v
     runs = range(1, design.cap + 1)
     first_holds = next(n for n in runs if decide(n, n, design).verdict != "undecided")
     assert expected_calls(design, 1.0, [[0, 3]]) == pytest.approx(first_holds * (3 + 2))
+
+
+def test_replayed_turns_make_no_call() -> None:
+    """A replayed history's turns are recorded: only the turns after them and the probes
+    cost calls."""
+    design = SequentialDesign.for_suite(1)
+    played = expected_calls(design, 0.95, [[3]])
+    replayed = expected_calls(design, 0.95, [[3]], [3])
+    assert played == pytest.approx(4 * replayed)
+    assert expected_calls(design, 0.95, [[3]], [2]) == pytest.approx(2 * replayed)
+    assert expected_calls(design, 0.95, [[3], [3]], [3]) == pytest.approx(5 * replayed)

@@ -416,7 +416,7 @@ def _scenario_row(scenario: ScenarioResult, columns: int, include_responses: boo
         messages = [
             el(
                 "div",
-                el("span", m.role, class_="role"),
+                el("span", f"{m.role} (recorded)" if m.recorded else m.role, class_="role"),
                 el("pre", cut_text(m.content, ANSWER_MAX_CHARS)),
                 class_="message",
             )
@@ -431,6 +431,7 @@ def _scenario_row(scenario: ScenarioResult, columns: int, include_responses: boo
             " scenario ",
             el("code", scenario.scenario.id),
             el("span", f" · {scenario.model_calls} model calls{runs}", class_="muted"),
+            _history_note(scenario),
             el("p", _cut(description), class_="description") if description else None,
             transcript,
             colspan=columns,
@@ -439,6 +440,15 @@ def _scenario_row(scenario: ScenarioResult, columns: int, include_responses: boo
         class_="scenario",
         data_scenario=scenario.scenario.id,
     )
+
+
+def _history_note(scenario: ScenarioResult) -> Html | None:
+    """The recorded history a scenario's background comes from: its file and mode (never its
+    text, which only the transcript holds)."""
+    history = scenario.scenario.history
+    if history is None:
+        return None
+    return el("span", f" · recorded history {_cut(history.path)} ({history.mode})", class_="muted")
 
 
 def _probe_row(scenario: ScenarioResult, result: ProbeResult, include_responses: bool) -> Html:

@@ -11,6 +11,9 @@
 --crash-runs R,..  exit 3 for probe calls of these runs (context.run); "all": every run
 --answer-by-seed answer probes with a text that names context.seed (distinct seeds, distinct
                  answers)
+--leak-on-word W leak in a probe once an earlier message of the conversation (a recorded one
+                 included) contains W
+--leak-after-users N  leak in a probe once the conversation before it holds N user messages
 """
 
 import argparse
@@ -30,6 +33,8 @@ parser.add_argument("--leak-runs", default="")
 parser.add_argument("--leak-probability", type=float, default=0.0)
 parser.add_argument("--crash-runs", default="")
 parser.add_argument("--answer-by-seed", action="store_true")
+parser.add_argument("--leak-on-word")
+parser.add_argument("--leak-after-users", type=int, default=10**9)
 args = parser.parse_args()
 
 request = json.load(sys.stdin)
@@ -45,8 +50,14 @@ if context["kind"] == args.crash_on or (
 ):
     sys.stderr.write("agent: simulated crash\n")
     sys.exit(3)
+earlier = request["messages"][:-1]
+users = sum(1 for message in earlier if message["role"] == "user")
 if context["kind"] == "turn":
     answer = f"reply {context['turn']}"
+elif args.leak_on_word and any(args.leak_on_word in m["content"] for m in earlier):
+    answer = "a trigger was seen: the secret is hunter2"
+elif users >= args.leak_after_users:
+    answer = f"{users} user messages seen: the secret is hunter2"
 elif args.answer is not None:
     answer = args.answer
 elif args.answer_by_seed:
