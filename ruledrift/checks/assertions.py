@@ -3,6 +3,7 @@
 (regular expressions, language identification) in the worker processes of a `RegexEvaluator`,
 each within its time limit, so that neither a catastrophic pattern nor a huge answer can hold up
 the run's other calls or an interruption; the text checks are linear and run where they are.
+A `command` assertion runs its program through the boundary layer (ruledrift/checks/commands.py).
 
 Text checks ignore case unless `caseSensitive` is set, by Unicode case folding (`str.casefold`,
 so "STRASSE" contains "straße"); `equals` trims both sides first. `language` identifies the
@@ -16,6 +17,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ruledrift.checks.commands import CommandCheckFailed, run_command_check
 from ruledrift.checks.jsregex import regex_literal
 from ruledrift.checks.language import check_language
 from ruledrift.checks.regex_workers import (
@@ -25,8 +27,10 @@ from ruledrift.checks.regex_workers import (
     WorkerFailed,
 )
 from ruledrift.data import (
+    AnswerContext,
     Assertion,
     AssertionResult,
+    CommandAssertion,
     LanguageAssertion,
     MatchesAssertion,
     TextAssertion,
@@ -128,23 +132,34 @@ class AssertionTimeout(CheckNotMade):
 
 
 async def check_answer(
-    assertions: Sequence[Assertion], answer: str, regex: RegexEvaluator
+    assertions: Sequence[Assertion],
+    answer: str,
+    regex: RegexEvaluator,
+    context: AnswerContext | None = None,
 ) -> tuple[AssertionResult, ...]:
-    """Every assertion's result, in order (the probe passes when all of them pass).
+    """Every assertion's result, in order (the probe passes when all of them pass). `context`:
+    what a `command` assertion's program reads beside the answer.
     Raises AssertionTimeout when a check in a worker runs out of time, CheckNotMade when no
-    worker could make it."""
+    worker could make it or a `command` program gave no verdict."""
     try:
-        return await _check_all(assertions, answer, regex)
+        return await _check_all(assertions, answer, regex, context)
     except WorkerFailed as failed:
         raise CheckNotMade(f"the answer could not be checked: {failed}") from failed
+    except CommandCheckFailed as failed:
+        raise CheckNotMade(str(failed)) from failed
 
 
 async def _check_all(
-    assertions: Sequence[Assertion], answer: str, regex: RegexEvaluator
+    assertions: Sequence[Assertion],
+    answer: str,
+    regex: RegexEvaluator,
+    context: AnswerContext | None,
 ) -> tuple[AssertionResult, ...]:
     results = []
     for assertion in assertions:
-        if isinstance(assertion, MatchesAssertion):
+        if isinstance(assertion, CommandAssertion):
+            results.append(await run_command_check(assertion, answer, context))
+        elif isinstance(assertion, MatchesAssertion):
             try:
                 matched = await regex.test(assertion.pattern, assertion.flags, answer)
             except RegexTimeout as timeout:

@@ -5,7 +5,7 @@ from `ruledrift.data`."""
 
 from __future__ import annotations
 
-from ruledrift.data.conversation import Message
+from ruledrift.data.conversation import AnswerContext, Message
 from ruledrift.data.policy import VerdictPolicy, policy_argv
 from ruledrift.data.results import (
     AssertionResult,
@@ -25,6 +25,7 @@ from ruledrift.data.results import (
 from ruledrift.data.suite import (
     AdapterConfig,
     Assertion,
+    CommandAssertion,
     LanguageAssertion,
     Location,
     MatchesAssertion,
@@ -41,9 +42,11 @@ from ruledrift.data.suite import (
 
 __all__ = [
     "AdapterConfig",
+    "AnswerContext",
     "Assertion",
     "AssertionResult",
     "Balance",
+    "CommandAssertion",
     "LanguageAssertion",
     "Location",
     "MatchesAssertion",

@@ -55,7 +55,24 @@ class LanguageAssertion:
     type: Literal["language"] = "language"
 
 
-Assertion = TextAssertion | MatchesAssertion | LanguageAssertion
+@dataclass(frozen=True)
+class CommandAssertion:
+    """A program of the suite's author judges the answer: `[command, *args]` is run (no shell)
+    in `cwd` with the answer and its context as JSON on stdin; exit 0 passes, 1 fails (stdout
+    is the reason), anything else is an error (docs/configuration.md#command-assertion)."""
+
+    command: str
+    args: tuple[str, ...]
+    cwd: Path
+    timeout_ms: int
+    type: Literal["command"] = "command"
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return (self.command, *self.args)
+
+
+Assertion = TextAssertion | MatchesAssertion | LanguageAssertion | CommandAssertion
 
 
 @dataclass(frozen=True)

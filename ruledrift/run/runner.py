@@ -23,6 +23,7 @@ from ruledrift.adapters.base import Adapter, CallContext, Completion
 from ruledrift.checks.assertions import CheckNotMade, check_answer
 from ruledrift.checks.regex_workers import RegexEvaluator
 from ruledrift.data import (
+    AnswerContext,
     Message,
     Probe,
     ProbeResult,
@@ -219,8 +220,18 @@ class _ScenarioRun:
         except AdapterError as error:
             return ProbeResult(probe, "error", _ms_since(start), error=error_text(error))
         response = make_response(completion.content, completion.metadata)
+        asked = AnswerContext(
+            suite=self.suite.name,
+            scenario=self.scenario.id,
+            probe=probe.id,
+            rule=probe.rule.id,
+            after_turn=probe.after_turn,
+            run=self.run,
+            prompt=messages[-1].content,
+            messages=messages,
+        )
         try:
-            checks = await check_answer(probe.assertions, completion.content, self.regex)
+            checks = await check_answer(probe.assertions, completion.content, self.regex, asked)
         except CheckNotMade as error:
             return ProbeResult(
                 probe, "error", _ms_since(start), response=response, error=error_text(error)

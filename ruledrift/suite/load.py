@@ -23,8 +23,10 @@ from jsonschema import Draft202012Validator, TypeChecker, validators
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
+from ruledrift.adapters.command import settings_problems
 from ruledrift.adapters.registry import ADAPTERS
 from ruledrift.boundary.files import FileTooBig, UnreadableFile, read_regular_file
+from ruledrift.checks.commands import parse_command_assertion, program_problems
 from ruledrift.checks.jsregex import js_test, regex_problem
 from ruledrift.checks.language import SUPPORTED_LANGUAGES, suggested_language
 from ruledrift.data import (
@@ -221,7 +223,8 @@ def _problems(path: Path, doc: jsonpos.Parsed) -> Iterator[ConfigIssue]:
             parts = list(error.absolute_path)
             message = finding.message + context(doc.value, parts)
             yield _issue(path, *doc.line_col(offset), finding.pointer, message)
-    for pointer, message in _cross_field_problems(doc.value):
+    suite_dir = Path(os.path.abspath(path)).parent
+    for pointer, message in _cross_field_problems(doc.value, suite_dir):
         yield at_value(pointer, message)
 
 
@@ -273,7 +276,7 @@ def _schema_errors(data: object) -> list[ValidationError]:
     return [e for e in errors if e.validator == "type" or tuple(e.absolute_path) not in mistyped]
 
 
-def _cross_field_problems(data: object) -> Iterator[tuple[str, str]]:
+def _cross_field_problems(data: object, suite_dir: Path) -> Iterator[tuple[str, str]]:
     """What the schema cannot express. Defensive: the data may also have schema errors."""
     if not isinstance(data, dict):
         return
@@ -283,7 +286,7 @@ def _cross_field_problems(data: object) -> Iterator[tuple[str, str]]:
     scenarios = _objects(data.get("scenarios"))
     yield from _duplicate_ids(scenarios, "scenarios", "scenario")
     for s_index, scenario in scenarios:
-        yield from _scenario_problems(scenario, f"/scenarios/{s_index}", rule_ids)
+        yield from _scenario_problems(scenario, f"/scenarios/{s_index}", rule_ids, suite_dir)
     adapter = data.get("adapter")
     if isinstance(adapter, dict) and adapter.get("type") in ADAPTERS:
         for pointer, message in ADAPTERS[adapter["type"]].problems(adapter):
@@ -291,7 +294,7 @@ def _cross_field_problems(data: object) -> Iterator[tuple[str, str]]:
 
 
 def _scenario_problems(
-    scenario: dict[str, Any], at: str, rule_ids: _RuleIds
+    scenario: dict[str, Any], at: str, rule_ids: _RuleIds, suite_dir: Path
 ) -> Iterator[tuple[str, str]]:
     """A scenario's problems: its probes', and its own `rules` list's."""
     turns = scenario.get("turns")
@@ -305,14 +308,18 @@ def _scenario_problems(
     for k_index, rule in rendered.unknown(rule_ids):
         yield f"{at}/rules/{k_index}", f"{where}: unknown rule {show(rule)} {rule_ids.hint(rule)}"
     for p_index, probe in probes:
-        for pointer, message in _probe_problems(probe, turn_count, where, rule_ids):
+        for pointer, message in _probe_problems(probe, turn_count, where, rule_ids, suite_dir):
             yield f"{base}/{p_index}{pointer}", message
         for message in rendered.missing(probe, rule_ids):
             yield f"{base}/{p_index}/rule", message
 
 
 def _probe_problems(
-    probe: dict[str, Any], turn_count: int | None, where: str, rule_ids: _RuleIds
+    probe: dict[str, Any],
+    turn_count: int | None,
+    where: str,
+    rule_ids: _RuleIds,
+    suite_dir: Path,
 ) -> Iterator[tuple[str, str]]:
     """A probe's problems, each message naming the probe; pointers relative to the probe."""
     probe_id = probe.get("id")
@@ -338,6 +345,8 @@ def _probe_problems(
             )
     for a_index, assertion in _objects(probe.get("assertions")):
         for pointer, message in _regex_problems(assertion):
+            yield f"/assertions/{a_index}{pointer}", name + message
+        for pointer, message in _command_problems(assertion, suite_dir):
             yield f"/assertions/{a_index}{pointer}", name + message
 
 
@@ -514,6 +523,29 @@ def _regex_problems(assertion: Mapping[str, object]) -> Iterator[tuple[str, str]
         yield "/pattern", pattern_problem
 
 
+def _command_problems(assertion: Mapping[str, Any], suite_dir: Path) -> Iterator[tuple[str, str]]:
+    """A `command` assertion whose program cannot run: a NUL in its settings, or (when the
+    schema accepts them) a cwd or command that is not there."""
+    if assertion.get("type") != "command":
+        return
+    unreceivable = list(settings_problems(assertion))
+    yield from unreceivable
+    if unreceivable or not _command_settings(assertion):
+        return  # the schema reports settings of the wrong type
+    yield from program_problems(parse_command_assertion(assertion, suite_dir))
+
+
+def _command_settings(assertion: Mapping[str, Any]) -> bool:
+    command, args, cwd = assertion.get("command"), assertion.get("args", []), assertion.get("cwd")
+    return (
+        isinstance(command, str)
+        and bool(command)
+        and isinstance(args, list)
+        and all(isinstance(arg, str) for arg in args)
+        and (cwd is None or (isinstance(cwd, str) and bool(cwd)))
+    )
+
+
 # --- building the frozen suite (only once the data is known to be valid) ---------------------
 
 
@@ -526,12 +558,15 @@ def _build(path: Path, data: dict[str, Any], doc: jsonpos.Parsed, sha256: str) -
         for i, r in enumerate(data["rules"])
     )
     by_id = {rule.id: rule for rule in rules}
+    suite_dir = Path(os.path.abspath(path)).parent
     scenarios = []
     for s_index, s in enumerate(data["scenarios"]):
         probes = tuple(
             probe
             for p_index, p in enumerate(s["probes"])
-            for probe in _probes(p, by_id, location(f"/scenarios/{s_index}/probes/{p_index}"))
+            for probe in _probes(
+                p, by_id, location(f"/scenarios/{s_index}/probes/{p_index}"), suite_dir
+            )
         )
         scenarios.append(
             Scenario(
@@ -549,9 +584,7 @@ def _build(path: Path, data: dict[str, Any], doc: jsonpos.Parsed, sha256: str) -
         version=data["version"],
         name=data["name"],
         system_prompt=data.get("systemPrompt"),
-        adapter=ADAPTERS[data["adapter"]["type"]].parse(
-            data["adapter"], Path(os.path.abspath(path)).parent
-        ),
+        adapter=ADAPTERS[data["adapter"]["type"]].parse(data["adapter"], suite_dir),
         rules=rules,
         scenarios=tuple(scenarios),
         path=path,
@@ -559,7 +592,9 @@ def _build(path: Path, data: dict[str, Any], doc: jsonpos.Parsed, sha256: str) -
     )
 
 
-def _probes(data: dict[str, Any], rules: dict[str, Rule], location: Location) -> Iterator[Probe]:
+def _probes(
+    data: dict[str, Any], rules: dict[str, Rule], location: Location, suite_dir: Path
+) -> Iterator[Probe]:
     """The probe object's probes: one, or one per boundary of a list `afterTurn`, in the list's
     order, named by `derived_probe_id`; all at the object's location."""
     probe = Probe(
@@ -567,7 +602,7 @@ def _probes(data: dict[str, Any], rules: dict[str, Rule], location: Location) ->
         rule=rules[data["rule"]],
         after_turn=0,
         prompt=data["prompt"] if isinstance(data["prompt"], str) else data["prompt"][0],
-        assertions=tuple(_assertion(a) for a in data["assertions"]),
+        assertions=tuple(_assertion(a, suite_dir) for a in data["assertions"]),
         location=location,
         paraphrases=() if isinstance(data["prompt"], str) else tuple(data["prompt"]),
     )
@@ -581,7 +616,9 @@ def _probes(data: dict[str, Any], rules: dict[str, Rule], location: Location) ->
         )
 
 
-def _assertion(data: dict[str, Any]) -> Assertion:
+def _assertion(data: dict[str, Any], suite_dir: Path) -> Assertion:
+    if data["type"] == "command":
+        return parse_command_assertion(data, suite_dir)
     if data["type"] in ("matches", "notMatches"):
         return MatchesAssertion(data["pattern"], data.get("flags", ""), data["type"])
     if data["type"] == "language":
