@@ -19,6 +19,7 @@ from typing import Any
 
 from ruledrift.checks.commands import CommandCheckFailed, run_command_check
 from ruledrift.checks.jsregex import regex_literal
+from ruledrift.checks.judges import Judge, JudgeFailed, check_judge
 from ruledrift.checks.language import check_language
 from ruledrift.checks.regex_workers import (
     LanguageTimeout,
@@ -31,6 +32,7 @@ from ruledrift.data import (
     Assertion,
     AssertionResult,
     CommandAssertion,
+    JudgeAssertion,
     LanguageAssertion,
     MatchesAssertion,
     TextAssertion,
@@ -136,16 +138,18 @@ async def check_answer(
     answer: str,
     regex: RegexEvaluator,
     context: AnswerContext | None = None,
+    judge: Judge | None = None,
 ) -> tuple[AssertionResult, ...]:
     """Every assertion's result, in order (the probe passes when all of them pass). `context`:
-    what a `command` assertion's program reads beside the answer.
+    what a `command` assertion's program reads beside the answer; `judge`: who asks a `judge`
+    assertion's model.
     Raises AssertionTimeout when a check in a worker runs out of time, CheckNotMade when no
     worker could make it or a `command` program gave no verdict."""
     try:
-        return await _check_all(assertions, answer, regex, context)
+        return await _check_all(assertions, answer, regex, context, judge)
     except WorkerFailed as failed:
         raise CheckNotMade(f"the answer could not be checked: {failed}") from failed
-    except CommandCheckFailed as failed:
+    except (CommandCheckFailed, JudgeFailed) as failed:
         raise CheckNotMade(str(failed)) from failed
 
 
@@ -154,10 +158,13 @@ async def _check_all(
     answer: str,
     regex: RegexEvaluator,
     context: AnswerContext | None,
+    judge: Judge | None,
 ) -> tuple[AssertionResult, ...]:
     results = []
     for assertion in assertions:
-        if isinstance(assertion, CommandAssertion):
+        if isinstance(assertion, JudgeAssertion):
+            results.append(await check_judge(assertion, answer, context, judge))
+        elif isinstance(assertion, CommandAssertion):
             results.append(await run_command_check(assertion, answer, context))
         elif isinstance(assertion, MatchesAssertion):
             try:

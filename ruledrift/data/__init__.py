@@ -10,6 +10,7 @@ from ruledrift.data.policy import VerdictPolicy, policy_argv
 from ruledrift.data.results import (
     AssertionResult,
     Balance,
+    JudgeRecord,
     ProbeResult,
     ProbeRun,
     Response,
@@ -21,11 +22,13 @@ from ruledrift.data.results import (
     Status,
     TargetInfo,
     combined_status,
+    response_of,
 )
 from ruledrift.data.suite import (
     AdapterConfig,
     Assertion,
     CommandAssertion,
+    JudgeAssertion,
     LanguageAssertion,
     Location,
     MatchesAssertion,
@@ -47,6 +50,8 @@ __all__ = [
     "AssertionResult",
     "Balance",
     "CommandAssertion",
+    "JudgeAssertion",
+    "JudgeRecord",
     "LanguageAssertion",
     "Location",
     "MatchesAssertion",
@@ -73,4 +78,5 @@ __all__ = [
     "VerdictPolicy",
     "combined_status",
     "policy_argv",
+    "response_of",
 ]

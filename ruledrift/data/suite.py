@@ -72,7 +72,18 @@ class CommandAssertion:
         return (self.command, *self.args)
 
 
-Assertion = TextAssertion | MatchesAssertion | LanguageAssertion | CommandAssertion
+@dataclass(frozen=True)
+class JudgeAssertion:
+    """A model judges the answer against `rubric` and ends with a verdict line (`VERDICT: PASS`
+    or `VERDICT: FAIL`); `target` is the judge's adapter settings, the assertion's own or the
+    suite's `judge` (docs/configuration.md#judge-assertion)."""
+
+    rubric: str
+    target: AdapterConfig
+    type: Literal["judge"] = "judge"
+
+
+Assertion = TextAssertion | MatchesAssertion | LanguageAssertion | CommandAssertion | JudgeAssertion
 
 
 @dataclass(frozen=True)
@@ -141,6 +152,7 @@ class Suite:
     scenarios: tuple[Scenario, ...]
     path: Path
     sha256: str
+    judge: AdapterConfig | None = None  # the suite's judge, for `judge` assertions without one
 
     @property
     def probe_count(self) -> int:

@@ -30,7 +30,9 @@ from ruledrift.checks.commands import parse_command_assertion, program_problems
 from ruledrift.checks.jsregex import js_test, regex_problem
 from ruledrift.checks.language import SUPPORTED_LANGUAGES, suggested_language
 from ruledrift.data import (
+    AdapterConfig,
     Assertion,
+    JudgeAssertion,
     LanguageAssertion,
     Location,
     MatchesAssertion,
@@ -287,10 +289,36 @@ def _cross_field_problems(data: object, suite_dir: Path) -> Iterator[tuple[str, 
     yield from _duplicate_ids(scenarios, "scenarios", "scenario")
     for s_index, scenario in scenarios:
         yield from _scenario_problems(scenario, f"/scenarios/{s_index}", rule_ids, suite_dir)
-    adapter = data.get("adapter")
+    yield from _adapter_problems(data.get("adapter"), "/adapter")
+    yield from _adapter_problems(data.get("judge"), "/judge")
+    yield from _judge_problems(scenarios, has_judge=isinstance(data.get("judge"), dict))
+
+
+def _adapter_problems(adapter: object, at: str) -> Iterator[tuple[str, str]]:
     if isinstance(adapter, dict) and adapter.get("type") in ADAPTERS:
         for pointer, message in ADAPTERS[adapter["type"]].problems(adapter):
-            yield f"/adapter{pointer}", message
+            yield f"{at}{pointer}", message
+
+
+def _judge_problems(
+    scenarios: list[tuple[int, dict[str, Any]]], *, has_judge: bool
+) -> Iterator[tuple[str, str]]:
+    """`judge` assertions: their own target's problems, and a judge to ask."""
+    for s_index, scenario in scenarios:
+        for p_index, probe in _objects(scenario.get("probes")):
+            for a_index, assertion in _objects(probe.get("assertions")):
+                if assertion.get("type") != "judge":
+                    continue
+                at = f"/scenarios/{s_index}/probes/{p_index}/assertions/{a_index}"
+                yield from _adapter_problems(assertion.get("target"), f"{at}/target")
+                if "target" not in assertion and not has_judge:
+                    yield (
+                        at,
+                        (
+                            'a judge assertion needs a judge: give it a "target" (an adapter, as '
+                            '"adapter"), or give the suite a top-level "judge"'
+                        ),
+                    )
 
 
 def _scenario_problems(
@@ -559,13 +587,14 @@ def _build(path: Path, data: dict[str, Any], doc: jsonpos.Parsed, sha256: str) -
     )
     by_id = {rule.id: rule for rule in rules}
     suite_dir = Path(os.path.abspath(path)).parent
+    judge = _parsed_adapter(data["judge"], suite_dir) if "judge" in data else None
     scenarios = []
     for s_index, s in enumerate(data["scenarios"]):
         probes = tuple(
             probe
             for p_index, p in enumerate(s["probes"])
             for probe in _probes(
-                p, by_id, location(f"/scenarios/{s_index}/probes/{p_index}"), suite_dir
+                p, by_id, location(f"/scenarios/{s_index}/probes/{p_index}"), suite_dir, judge
             )
         )
         scenarios.append(
@@ -584,16 +613,26 @@ def _build(path: Path, data: dict[str, Any], doc: jsonpos.Parsed, sha256: str) -
         version=data["version"],
         name=data["name"],
         system_prompt=data.get("systemPrompt"),
-        adapter=ADAPTERS[data["adapter"]["type"]].parse(data["adapter"], suite_dir),
+        adapter=_parsed_adapter(data["adapter"], suite_dir),
         rules=rules,
         scenarios=tuple(scenarios),
         path=path,
         sha256=sha256,
+        judge=judge,
     )
 
 
+def _parsed_adapter(settings: dict[str, Any], suite_dir: Path) -> AdapterConfig:
+    parsed: AdapterConfig = ADAPTERS[settings["type"]].parse(settings, suite_dir)
+    return parsed
+
+
 def _probes(
-    data: dict[str, Any], rules: dict[str, Rule], location: Location, suite_dir: Path
+    data: dict[str, Any],
+    rules: dict[str, Rule],
+    location: Location,
+    suite_dir: Path,
+    judge: AdapterConfig | None,
 ) -> Iterator[Probe]:
     """The probe object's probes: one, or one per boundary of a list `afterTurn`, in the list's
     order, named by `derived_probe_id`; all at the object's location."""
@@ -602,7 +641,7 @@ def _probes(
         rule=rules[data["rule"]],
         after_turn=0,
         prompt=data["prompt"] if isinstance(data["prompt"], str) else data["prompt"][0],
-        assertions=tuple(_assertion(a, suite_dir) for a in data["assertions"]),
+        assertions=tuple(_assertion(a, suite_dir, judge) for a in data["assertions"]),
         location=location,
         paraphrases=() if isinstance(data["prompt"], str) else tuple(data["prompt"]),
     )
@@ -616,7 +655,11 @@ def _probes(
         )
 
 
-def _assertion(data: dict[str, Any], suite_dir: Path) -> Assertion:
+def _assertion(data: dict[str, Any], suite_dir: Path, judge: AdapterConfig | None) -> Assertion:
+    if data["type"] == "judge":
+        target = _parsed_adapter(data["target"], suite_dir) if "target" in data else judge
+        assert target is not None  # _judge_problems: a judge assertion has a judge
+        return JudgeAssertion(data["rubric"], target)
     if data["type"] == "command":
         return parse_command_assertion(data, suite_dir)
     if data["type"] in ("matches", "notMatches"):

@@ -223,7 +223,7 @@ def test_unknown_field_is_reported_at_the_key_and_named(tmp_path: Path) -> None:
             lambda d: d["scenarios"][0]["probes"][0]["assertions"][0].update(type="startsWith"),
             "/scenarios/0/probes/0/assertions/0/type",
             'expected one of "contains", "notContains", "equals", "matches", "notMatches", '
-            '"language", "command"; got "startsWith" (scenario "smalltalk", probe "early")',
+            '"language", "command", "judge"; got "startsWith" (scenario "smalltalk", probe "early")',
         ),
         (
             lambda d: d["scenarios"][0]["probes"][0]["assertions"][0].pop("value"),
