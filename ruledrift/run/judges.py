@@ -50,6 +50,11 @@ class Judges:
     ) -> JudgeReply:
         adapter = await self._adapter(assertion.target)
         where = context or AnswerContext("", "", "", "", 0, 0, "", ())
+
+        def take() -> None:  # the call, or a resend of it (a model call too)
+            self._take()
+            counted()
+
         call = CallContext(
             self._suite,
             where.scenario,
@@ -57,10 +62,10 @@ class Judges:
             probe=where.probe,
             after_turn=where.after_turn,
             run=where.run,
+            on_resend=take,
         )
         try:
-            self._take()
-            counted()
+            take()
             completion = await adapter.complete(messages, call)
         except AdapterError as error:
             raise JudgeFailed(f"the judge could not answer: {error}") from error

@@ -15,6 +15,7 @@ from ruledrift.adapters.command import CommandAdapterConfig
 from ruledrift.adapters.ollama import OllamaAdapterConfig
 from ruledrift.data import (
     CommandAssertion,
+    JudgeAssertion,
     LanguageAssertion,
     Location,
     MatchesAssertion,
@@ -223,7 +224,8 @@ def test_unknown_field_is_reported_at_the_key_and_named(tmp_path: Path) -> None:
             lambda d: d["scenarios"][0]["probes"][0]["assertions"][0].update(type="startsWith"),
             "/scenarios/0/probes/0/assertions/0/type",
             'expected one of "contains", "notContains", "equals", "matches", "notMatches", '
-            '"language", "command", "judge"; got "startsWith" (scenario "smalltalk", probe "early")',
+            '"language", "command", "judge"; got "startsWith" (scenario "smalltalk", probe '
+            '"early")',
         ),
         (
             lambda d: d["scenarios"][0]["probes"][0]["assertions"][0].pop("value"),
@@ -1260,3 +1262,68 @@ def test_a_command_check_that_cannot_run_is_a_located_config_error(
     assert f": {at}: " in problem, problem
     assert message.format(tmp=tmp_path) in problem
     assert problem.startswith(f"{path}:")
+
+
+# --- the judge assertion ------------------------------------------------------------------------
+
+OLLAMA_JUDGE = {"type": "ollama", "model": "smollm2:135m", "options": {"temperature": 0}}
+
+
+def with_judge_check(tmp_path: Path, suite_judge: Any = None, **fields: Any) -> Path:
+    data = base_suite()
+    if suite_judge is not None:
+        data["judge"] = suite_judge
+    data["scenarios"][0]["probes"][0]["assertions"] = [
+        {"type": "judge", "rubric": "Does it keep the secret?", **fields}
+    ]
+    return write_suite(tmp_path, data)
+
+
+def test_a_judge_check_asks_its_own_target_else_the_suite_s_judge(tmp_path: Path) -> None:
+    suite = load_suite(with_judge_check(tmp_path, OLLAMA_JUDGE))
+    assertion = suite.scenarios[0].probes[0].assertions[0]
+    assert isinstance(assertion, JudgeAssertion)
+    assert assertion.rubric == "Does it keep the secret?"
+    assert assertion.target is suite.judge
+    assert isinstance(suite.judge, OllamaAdapterConfig)
+    own = {"type": "command", "command": "python3", "args": ["judge.py"], "cwd": "judges"}
+    suite = load_suite(with_judge_check(tmp_path, OLLAMA_JUDGE, target=own))
+    target = suite.scenarios[0].probes[0].assertions[0].target  # type: ignore[union-attr]
+    assert target == CommandAdapterConfig("python3", ("judge.py",), tmp_path / "judges", 30_000)
+
+
+def test_a_judge_check_without_a_judge_is_a_located_config_error(tmp_path: Path) -> None:
+    path = with_judge_check(tmp_path)
+    problem = one_problem(path)
+    assert ": /scenarios/0/probes/0/assertions/0: " in problem
+    assert 'a judge assertion needs a judge: give it a "target"' in problem
+    line, _ = position_of(path, '"type": "judge"')
+    assert f"suite.json:{line - 1}:" in problem  # the assertion object opens a line earlier
+
+
+@pytest.mark.parametrize(
+    ("suite_judge", "fields", "pointer", "message"),
+    [
+        (
+            None,
+            {"target": {"type": "command", "command": "a\u0000b"}},
+            "/scenarios/0/probes/0/assertions/0/target/command",
+            "NUL",
+        ),
+        ({"type": "command", "command": "a\u0000b"}, {}, "/judge/command", "NUL"),
+        (
+            None,
+            {"target": {"type": "ollama"}},
+            "/scenarios/0/probes/0/assertions/0/target",
+            'missing required field "model"',
+        ),
+        (OLLAMA_JUDGE, {"rubric": ""}, "/scenarios/0/probes/0/assertions/0/rubric", ""),
+        ({"type": "gemini"}, {}, "/judge/type", "gemini"),
+    ],
+)
+def test_judge_settings_are_checked_like_an_adapter_s(
+    tmp_path: Path, suite_judge: Any, fields: dict[str, Any], pointer: str, message: str
+) -> None:
+    problem = one_problem(with_judge_check(tmp_path, suite_judge, **fields))
+    assert f": {pointer}: " in problem, problem
+    assert message in problem
