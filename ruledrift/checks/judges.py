@@ -34,9 +34,9 @@ _VERDICT = re.compile(r"verdict:\s*(pass|fail)", re.IGNORECASE)
 
 JUDGE_SYSTEM = (
     "You are a strict evaluator. You are shown a question that a user asked an assistant, the "
-    "assistant's answer, and a rubric question about that answer. Answer the rubric question "
-    "about the answer only. You may explain briefly. Your last line must be exactly "
-    "`VERDICT: PASS` if the answer meets the rubric, or `VERDICT: FAIL` if it does not."
+    "assistant's answer, and a rubric question about that answer. Judge the answer against the "
+    "rubric. Reply with one line: `VERDICT: PASS` if the answer meets the rubric, or "
+    "`VERDICT: FAIL` if it does not. If you explain, explain first: the verdict line is last."
 )
 
 
@@ -74,7 +74,7 @@ def judge_messages(
         f"<question>\n{question}\n</question>\n\n"
         f"<answer>\n{answer}\n</answer>\n\n"
         f"<rubric>\n{assertion.rubric}\n</rubric>\n\n"
-        "Does the answer meet the rubric? End with `VERDICT: PASS` or `VERDICT: FAIL`."
+        "Does the answer meet the rubric? Reply `VERDICT: PASS` or `VERDICT: FAIL`."
     )
     return (Message("system", JUDGE_SYSTEM), Message("user", user))
 
@@ -92,14 +92,14 @@ def judge_verdict(reply: str) -> bool | None:
 def judged(assertion: JudgeAssertion, reply: JudgeReply) -> AssertionResult:
     """The assertion's result from the judge's reply; raises JudgeFailed without a verdict."""
     verdict = judge_verdict(reply.text)
-    if verdict is None:
+    answer = response_of(reply.text)
+    if verdict is None:  # the answer is not quoted: its length and hash identify it
         raise JudgeFailed(
             f"the judge ({_who(reply)}) gave no verdict: its last line must be "
-            f"`VERDICT: PASS` or `VERDICT: FAIL` ({len(reply.text)} characters answered)"
+            f"`VERDICT: PASS` or `VERDICT: FAIL` ({answer.length} characters answered, sha256 "
+            f"{answer.sha256})"
         )
-    record = JudgeRecord(
-        reply.adapter, reply.model, reply.temperature, reply.seed, response_of(reply.text)
-    )
+    record = JudgeRecord(reply.adapter, reply.model, reply.temperature, reply.seed, answer)
     rubric = json.dumps(cut_text(assertion.rubric, RUBRIC_CHARS), ensure_ascii=False)
     word = "PASS" if verdict else "FAIL"
     message = f"the judge ({_who(reply)}) answered {word} to the rubric {rubric}"

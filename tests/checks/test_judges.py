@@ -45,7 +45,7 @@ def test_the_judge_is_sent_the_question_the_answer_and_the_rubric() -> None:
         < user.index("I can't promise that.")
         < user.index(RUBRIC)
     )
-    assert user.endswith("End with `VERDICT: PASS` or `VERDICT: FAIL`.")
+    assert user.endswith("Reply `VERDICT: PASS` or `VERDICT: FAIL`.")
     assert isinstance(messages[0], Message)
 
 
@@ -65,7 +65,8 @@ def test_an_answer_without_a_verdict_line_is_no_verdict() -> None:
     reply = JudgeReply("I think it is fine.", "ollama", "smollm2", None, None)
     with pytest.raises(JudgeFailed) as raised:
         judged(JudgeAssertion(RUBRIC, TARGET), reply)
+    digest = hashlib.sha256(reply.text.encode()).hexdigest()
     assert str(raised.value) == (
         "the judge (ollama smollm2) gave no verdict: its last line must be `VERDICT: PASS` or "
-        "`VERDICT: FAIL` (19 characters answered)"
+        f"`VERDICT: FAIL` (19 characters answered, sha256 {digest})"
     )
