@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from ruledrift.data import Balance, ProbeRun, RunResult, ShardInfo, VerdictPolicy
+from ruledrift.data import (
+    AssertionResult,
+    Balance,
+    JudgeRecord,
+    ProbeRun,
+    RunResult,
+    ShardInfo,
+    VerdictPolicy,
+)
 from ruledrift.results import fields
 from ruledrift.results.fields import Field
 from ruledrift.results.json_load import report_from_bytes
@@ -40,6 +48,7 @@ WHERE = {  # each table's object in the schema, as a JSON pointer
     "passRate": "/$defs/probe/properties/passRate",
     "paraphrase": "/$defs/probe/properties/paraphrases/items",
     "assertion": "/$defs/assertion",
+    "judge": "/$defs/judge",
     "response": "/$defs/response",
 }
 
@@ -136,9 +145,12 @@ def everything(*, paraphrased: bool = True) -> RunResult:
     first = original.probes[0]
     wordings = ("say it again", "once more") if paraphrased else ()
     probe = replace(first.probe, paraphrases=wordings)
+    judged = AssertionResult(
+        "judge", True, "the judge answered PASS", JudgeRecord("openai", "j", 0.0, 3, first.response)
+    )
+    assertions = (*first.assertions, judged)
     runs = [
-        ProbeRun(i, "passed", 10, first.assertions, first.response, None, i % 3, 7 + i)
-        for i in range(6)
+        ProbeRun(i, "passed", 10, assertions, first.response, None, i % 3, 7 + i) for i in range(6)
     ]
     verdict = probe_verdict(probe, runs, policy, sequential_design(policy, 1))
     scenario = replace(
@@ -146,6 +158,7 @@ def everything(*, paraphrased: bool = True) -> RunResult:
         scenario=replace(original.scenario, description="the whole report"),
         probes=(verdict, *original.probes[1:]),
         runs=6,
+        judge_calls=6,
     )
     ids = tuple(s.scenario.id for s in base.scenarios)
     rules = tuple(r.id for r in base.suite.rules)
@@ -176,7 +189,7 @@ def test_a_table_and_the_schema_apart_are_found() -> None:
     assert schema_mismatches(tables) == [
         "tool: name is required",
         "shard: source is not required",
-        "summary: inconclusive is not in the table",
+        "summary: judgeCalls is not in the table",
         "run: tokens is not in the schema",
     ]
 
