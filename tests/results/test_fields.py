@@ -18,6 +18,7 @@ from ruledrift.data import (
     RunResult,
     ShardInfo,
     VerdictPolicy,
+    response_of,
 )
 from ruledrift.results import fields
 from ruledrift.results.fields import Field
@@ -145,8 +146,9 @@ def everything(*, paraphrased: bool = True) -> RunResult:
     first = original.probes[0]
     wordings = ("say it again", "once more") if paraphrased else ()
     probe = replace(first.probe, paraphrases=wordings)
+    answer = response_of("Looked at it.\nVERDICT: PASS")
     judged = AssertionResult(
-        "judge", True, "the judge answered PASS", JudgeRecord("openai", "j", 0.0, 3, first.response)
+        "judge", True, "the judge answered PASS", JudgeRecord("openai", "j", 0.0, 3, answer)
     )
     assertions = (*first.assertions, judged)
     runs = [
