@@ -2,6 +2,11 @@
 tests/data/judge_labelled.json, three times each, and the test measures and records how often
 it agrees with the labels and how often its three verdicts agree with each other.
 
+It is measured twice: unconstrained (a 135M model ignores the verdict format: few or no
+verdicts) and constrained by a GBNF grammar sent in the judge's `extraBody` (llama.cpp's
+servers accept a `grammar` field), which makes every answer end with a verdict line; that run
+must give a verdict on every call.
+
 The 135M model is a poor judge; what is asserted is that the measurement is made and recorded
 correctly (every call counted apart, every verdict hashed and attributed, the numbers computed
 from the report), never that the judge is good. The numbers are printed and written to
@@ -31,6 +36,10 @@ LABELLED = ROOT / "tests" / "data" / "judge_labelled.json"
 REPORT_SCHEMA = json.loads((ROOT / "schema" / "ruledrift-report.schema.json").read_text())
 REPEATS = 3
 JUDGE_OPTIONS = {"temperature": 0.8, "seed": 42, "max_tokens": 32}
+# docs/configuration.md gives this grammar as a recipe: one reason line of at most 80
+# characters, then the verdict line; max_tokens leaves room for both
+VERDICT_GRAMMAR = 'root ::= [^\\n]{0,80} "\\n" "VERDICT: " ("PASS" | "FAIL")\n'
+CONSTRAINED_OPTIONS = {"temperature": 0.8, "seed": 42, "max_tokens": 120}
 
 
 @dataclass(frozen=True)
@@ -89,8 +98,19 @@ def test_the_measurement_counts_agreement_and_consistency() -> None:
     )
 
 
-def labelled_suite(judge_url: str, timeout_ms: int) -> dict[str, Any]:
+def labelled_suite(
+    judge_url: str, timeout_ms: int, options: Mapping[str, object], grammar: str | None = None
+) -> dict[str, Any]:
     data = json.loads(LABELLED.read_text(encoding="utf-8"))
+    judge: dict[str, Any] = {
+        "type": "openai",
+        "model": OPENAI_MODEL,
+        "baseUrl": judge_url,
+        "timeoutMs": timeout_ms,
+        "options": dict(options),
+    }
+    if grammar is not None:
+        judge["extraBody"] = {"grammar": grammar}
     return {
         "version": 1,
         "name": "e2e: SmolLM2 as a judge",
@@ -100,13 +120,7 @@ def labelled_suite(judge_url: str, timeout_ms: int) -> dict[str, Any]:
             "command": sys.executable,
             "args": [str(AGENTS / "labelled_answers.py"), str(LABELLED)],
         },
-        "judge": {
-            "type": "openai",
-            "model": OPENAI_MODEL,
-            "baseUrl": judge_url,
-            "timeoutMs": timeout_ms,
-            "options": JUDGE_OPTIONS,
-        },
+        "judge": judge,
         "rules": [{"id": "no-refund-promise", "instruction": "Never promise a refund."}],
         "scenarios": [
             {
@@ -132,10 +146,40 @@ def labelled_suite(judge_url: str, timeout_ms: int) -> dict[str, Any]:
 def test_smollm2_as_a_judge_is_measured_on_the_labelled_set(
     openai_base_url: str, call_timeout_s: float, tmp_path: Path
 ) -> None:
+    """Unconstrained: the model may ignore the format; whatever it gives is measured."""
+    measured = run_and_measure(openai_base_url, call_timeout_s, tmp_path, JUDGE_OPTIONS, None)
+    assert measured.verdicts + measured.no_verdict == measured.items * REPEATS
+
+
+@pytest.mark.e2e
+@pytest.mark.process
+def test_smollm2_constrained_by_a_grammar_gives_a_verdict_every_time(
+    openai_base_url: str, call_timeout_s: float, tmp_path: Path
+) -> None:
+    """Constrained by VERDICT_GRAMMAR: every call gives a verdict, so agreement is measured."""
+    measured = run_and_measure(
+        openai_base_url, call_timeout_s, tmp_path, CONSTRAINED_OPTIONS, VERDICT_GRAMMAR
+    )
+    assert measured.no_verdict == 0
+    assert measured.verdicts == measured.items * REPEATS
+    assert measured.agreement is not None
+    assert (tmp_path / "judge-measurement.json").is_file()
+
+
+def run_and_measure(
+    url: str,
+    call_timeout_s: float,
+    tmp_path: Path,
+    options: Mapping[str, object],
+    grammar: str | None,
+) -> Measurement:
+    """Runs the labelled suite REPEATS times through `ruledrift run`, checks its report, and
+    records (prints and writes to judge-measurement.json) what the judge did."""
     data = json.loads(LABELLED.read_text(encoding="utf-8"))
     labels = {item["id"]: item["label"] for item in data["items"]}
     items = len(labels)
-    config = write_suite(tmp_path, labelled_suite(openai_base_url, int(call_timeout_s * 1000)))
+    suite = labelled_suite(url, int(call_timeout_s * 1000), options, grammar)
+    config = write_suite(tmp_path, suite)
     report_path = tmp_path / "report.json"
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "NO_COLOR")}
     done = subprocess.run(
@@ -167,7 +211,7 @@ def test_smollm2_as_a_judge_is_measured_on_the_labelled_set(
             (assertion,) = run["assertions"]
             judge = assertion["judge"]
             assert (judge["adapter"], judge["model"]) == ("openai", OPENAI_MODEL)
-            assert judge["temperature"] == JUDGE_OPTIONS["temperature"]
+            assert judge["temperature"] == options["temperature"]
             assert isinstance(judge["seed"], int)
             text = judge["response"]["text"]
             assert judge["response"]["sha256"] == hashlib.sha256(text.encode()).hexdigest()
@@ -180,8 +224,12 @@ def test_smollm2_as_a_judge_is_measured_on_the_labelled_set(
     assert measured.verdicts + measured.no_verdict == items * REPEATS
     assert measured.agreement is None or 0 <= measured.agreement <= 1
     assert 0 <= measured.consistency <= 1
-    record = {"model": OPENAI_MODEL, "repeats": REPEATS, "options": JUDGE_OPTIONS} | asdict(
-        measured
-    )
+    record = {
+        "model": OPENAI_MODEL,
+        "repeats": REPEATS,
+        "options": dict(options),
+        "grammar": grammar,
+    } | asdict(measured)
     (tmp_path / "judge-measurement.json").write_text(json.dumps(record, indent=2) + "\n")
     print(f"\njudge measurement: {json.dumps(record)}")
+    return measured
