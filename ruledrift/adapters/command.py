@@ -3,25 +3,18 @@ its stdout. The protocol, its limits and its errors are described in docs/comman
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
 import textwrap
-from asyncio.subprocess import PIPE, Process
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ruledrift.adapters.base import AdapterError, AdapterType, CallContext, Completion
-from ruledrift.boundary.processes import (
-    ChildOptions,
-    describe_exit,
-    exec_failure,
-    kill_child,
-    tied_child,
-)
+from ruledrift.boundary.processes import describe_exit, exec_failure
+from ruledrift.boundary.programs import OutputTooLarge, ProgramNotStarted, Programs
 from ruledrift.data import Message, TargetInfo
 from ruledrift.text import cut_text, json_kind, repair_surrogates
 
@@ -31,9 +24,6 @@ STDERR_TAIL_LINES = 20  # how much of stderr an error message quotes, at most
 STDERR_TAIL_CHARS = 2000
 MAX_ERROR_CHARS = 2000  # how much of the agent's `error` a message quotes, at most
 _PROBLEM_CHARS = MAX_ERROR_CHARS + 500  # a message before its stderr tail: the words around
-_STDERR_KEEP_BYTES = 4 * STDERR_TAIL_CHARS  # stderr's last bytes: 4 per UTF-8 character at most
-_CHUNK = 64 * 1024
-_CLEANUP_SECONDS = 2.0  # after the kill, how long to wait for the pipes to close and the exit
 
 
 DEFAULT_TIMEOUT_MS = 30_000
@@ -76,10 +66,6 @@ def parse_config(settings: Mapping[str, Any], suite_dir: Path) -> CommandAdapter
     )
 
 
-class _OutputTooLarge(Exception):
-    pass
-
-
 class _BadOutput(Exception):
     pass
 
@@ -94,7 +80,7 @@ class CommandAdapter:
         self._config = config
         self._argv = (config.command, *config.args)
         self._max_output = max_output_bytes
-        self._in_flight: dict[int, str] = {}  # the calls' process groups and their marks
+        self._programs = Programs()  # the calls in flight
 
     async def open(self) -> None:
         """Check, without starting anything, that `cwd` is a directory and the command exists."""
@@ -134,7 +120,7 @@ class CommandAdapter:
             output, code = await self._call(_request(messages, context), stderr)
         except TimeoutError:
             problem = f"did not answer within {self._config.timeout_ms} ms (timeoutMs)"
-        except _OutputTooLarge:
+        except OutputTooLarge:
             problem = f"wrote more than {self._max_output:,} bytes to stdout (the limit)"
         else:
             failed_exec = exec_failure(bytes(stderr)) if code in (126, 127) else None
@@ -152,83 +138,25 @@ class CommandAdapter:
     async def aclose(self) -> None:
         """Kill the agents of calls still in flight, and what they started (those calls then
         fail with AdapterError)."""
-        for group, mark in list(self._in_flight.items()):
-            kill_child(group, mark)
+        self._programs.kill_all()
 
     async def _call(self, request: bytes, stderr: bytearray) -> tuple[bytes, int]:
-        """Start the agent, feed it the request, read its answer, wait for its exit. Whatever
-        happens (an answer, a timeout, too much output, cancellation) its group is killed."""
-        options = tied_child()
-        process, cancelled = await self._start(options)
-        assert process.stdin
-        assert process.stdout
-        assert process.stderr
-        self._in_flight[process.pid] = options.mark
-        feeding = asyncio.create_task(_feed(process.stdin, request))
-        draining = asyncio.create_task(_keep_tail(process.stderr, stderr))
+        """Start the agent, feed it the request, read its answer, wait for its exit (see
+        `Programs.run`: whatever happens, its group is killed)."""
         try:
-            if cancelled:
-                raise asyncio.CancelledError
-            async with asyncio.timeout(self._config.timeout_ms / 1000):
-                output = await _read_at_most(process.stdout, self._max_output)
-                return output, await process.wait()
-        finally:
-            del self._in_flight[process.pid]
-            kill_child(process.pid, options.mark)  # the agent, or what it left running anywhere
-            # Read on to EOF so the pipes close (a paused pipe never sees EOF): what is left is at
-            # most a pipe buffer. A daemon that left the group may hold them open: stop waiting.
-            rest = [
-                feeding,
-                draining,
-                asyncio.create_task(_discard(process.stdout)),
-                asyncio.create_task(process.wait()),
-            ]
-            _, pending = await asyncio.wait(rest, timeout=_CLEANUP_SECONDS)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*rest, return_exceptions=True)
-
-    async def _start(self, options: ChildOptions) -> tuple[Process, bool]:
-        """The started agent, and whether the call was cancelled meanwhile: a spawn is never
-        cancelled half-way, as asyncio would then kill the agent alone and wait for its children
-        to close the pipes. A spawn takes moments."""
-        spawning = asyncio.ensure_future(
-            asyncio.create_subprocess_exec(
-                *options.prefix,
-                *self._argv,
-                cwd=self._config.cwd,
-                stdin=PIPE,
-                stdout=PIPE,
-                stderr=PIPE,
-                start_new_session=True,  # our own process group: Ctrl-C is ours to pass on
-                env=options.env,
-                preexec_fn=options.preexec_fn,
+            return await self._programs.run(
+                self._argv,
+                self._config.cwd,
+                request,
+                timeout_s=self._config.timeout_ms / 1000,
+                max_stdout=self._max_output,
+                stderr=stderr,
             )
-        )
-        cancelled = False
-        while not spawning.done():
-            try:
-                await asyncio.wait([spawning])
-            except asyncio.CancelledError:
-                cancelled = True
-        try:
-            return spawning.result(), cancelled
-        except (OSError, ValueError) as error:  # ValueError: a NUL, a lone surrogate in argv
-            if cancelled:
-                raise asyncio.CancelledError from None
+        except ProgramNotStarted as failure:
             raise _error(
                 f'could not start the agent command "{self._config.command}" in '
-                f"{self._config.cwd}: {_start_failure(error)}"
+                f"{self._config.cwd}: {failure}"
             ) from None
-
-
-def _start_failure(error: OSError | ValueError) -> str:
-    if isinstance(error, OSError):
-        return error.strerror or str(error)
-    return (
-        "its arguments or cwd hold a NUL character or a lone UTF-16 surrogate, which no program "
-        "can receive"
-    )
 
 
 def _executable(path: Path) -> bool:
@@ -259,37 +187,6 @@ def _request(messages: Sequence[Message], context: CallContext) -> bytes:
     }
     # ASCII with \u escapes: any JSON reader decodes it, whatever its locale.
     return json.dumps(request).encode("ascii") + b"\n"
-
-
-async def _feed(stdin: asyncio.StreamWriter, request: bytes) -> None:
-    """Write the request and close stdin. An agent that exits without reading it is no error."""
-    try:
-        stdin.write(request)
-        await stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass
-    finally:
-        stdin.close()
-
-
-async def _read_at_most(stream: asyncio.StreamReader, limit: int) -> bytes:
-    output = bytearray()
-    while chunk := await stream.read(_CHUNK):
-        output += chunk
-        if len(output) > limit:
-            raise _OutputTooLarge
-    return bytes(output)
-
-
-async def _keep_tail(stream: asyncio.StreamReader, tail: bytearray) -> None:
-    while chunk := await stream.read(_CHUNK):
-        tail += chunk
-        del tail[:-_STDERR_KEEP_BYTES]
-
-
-async def _discard(stream: asyncio.StreamReader) -> None:
-    while await stream.read(_CHUNK):
-        pass
 
 
 def _answer(output: bytes, code: int, stderr: bytes | bytearray) -> Completion:

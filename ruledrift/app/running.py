@@ -59,7 +59,8 @@ from ruledrift.ollama.api import ensure_model
 from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_models_dir
 from ruledrift.results.json_load import read_report
 from ruledrift.results.shards import SOURCE_VARIABLES, Shard, expected_times, shard_of
-from ruledrift.run.runner import SEED_RANGE, configured_seed, not_run, run_suite
+from ruledrift.run.runner import SEED_RANGE, not_run, run_suite
+from ruledrift.run.sampling import configured_seed
 from ruledrift.run.verdicts import sequential_design
 from ruledrift.stats import expected_calls
 from ruledrift.suite.load import load_suite

@@ -3,7 +3,8 @@
 can take long (regular expressions, language identification, secrets) in the worker processes of
 a `RegexEvaluator`, each within its time limit, so that neither a catastrophic pattern nor a
 huge answer can hold up the run's other calls or an interruption; the text checks are linear and
-run where they are.
+run where they are. A `command` assertion runs its program through the boundary layer
+(ruledrift/checks/commands.py).
 
 Text checks ignore case unless `caseSensitive` is set, by Unicode case folding (`str.casefold`,
 so "STRASSE" contains "straße"); `equals` trims both sides first. `language` identifies the
@@ -19,8 +20,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ruledrift.checks.answers import no_answer
+from ruledrift.checks.commands import CommandCheckFailed, run_command_check
 from ruledrift.checks.fluent import check_fluent
 from ruledrift.checks.jsregex import regex_literal
+from ruledrift.checks.judges import Judge, JudgeFailed, check_judge
 from ruledrift.checks.language import check_language
 from ruledrift.checks.leaks import find_leak
 from ruledrift.checks.regex_workers import (
@@ -31,10 +34,13 @@ from ruledrift.checks.regex_workers import (
     WorkerFailed,
 )
 from ruledrift.data import (
+    AnswerContext,
     AnswersAssertion,
     Assertion,
     AssertionResult,
+    CommandAssertion,
     FluentAssertion,
+    JudgeAssertion,
     LanguageAssertion,
     MatchesAssertion,
     NotLeaksAssertion,
@@ -172,23 +178,39 @@ class AssertionTimeout(CheckNotMade):
 
 
 async def check_answer(
-    assertions: Sequence[Assertion], answer: str, regex: RegexEvaluator
+    assertions: Sequence[Assertion],
+    answer: str,
+    regex: RegexEvaluator,
+    context: AnswerContext | None = None,
+    judge: Judge | None = None,
 ) -> tuple[AssertionResult, ...]:
-    """Every assertion's result, in order (the probe passes when all of them pass).
+    """Every assertion's result, in order (the probe passes when all of them pass). `context`:
+    what a `command` assertion's program reads beside the answer; `judge`: who asks a `judge`
+    assertion's model.
     Raises AssertionTimeout when a check in a worker runs out of time, CheckNotMade when no
-    worker could make it."""
+    worker could make it or a `command` program gave no verdict."""
     try:
-        return await _check_all(assertions, answer, regex)
+        return await _check_all(assertions, answer, regex, context, judge)
     except WorkerFailed as failed:
         raise CheckNotMade(f"the answer could not be checked: {failed}") from failed
+    except (CommandCheckFailed, JudgeFailed) as failed:
+        raise CheckNotMade(str(failed)) from failed
 
 
 async def _check_all(
-    assertions: Sequence[Assertion], answer: str, regex: RegexEvaluator
+    assertions: Sequence[Assertion],
+    answer: str,
+    regex: RegexEvaluator,
+    context: AnswerContext | None,
+    judge: Judge | None,
 ) -> tuple[AssertionResult, ...]:
     results = []
     for assertion in assertions:
-        if isinstance(assertion, MatchesAssertion):
+        if isinstance(assertion, JudgeAssertion):
+            results.append(await check_judge(assertion, answer, context, judge))
+        elif isinstance(assertion, CommandAssertion):
+            results.append(await run_command_check(assertion, answer, context))
+        elif isinstance(assertion, MatchesAssertion):
             try:
                 matched = await regex.test(assertion.pattern, assertion.flags, answer)
             except RegexTimeout as timeout:

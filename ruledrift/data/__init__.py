@@ -5,11 +5,12 @@ from `ruledrift.data`."""
 
 from __future__ import annotations
 
-from ruledrift.data.conversation import Message
+from ruledrift.data.conversation import AnswerContext, Message
 from ruledrift.data.policy import VerdictPolicy, policy_argv
 from ruledrift.data.results import (
     AssertionResult,
     Balance,
+    JudgeRecord,
     ProbeResult,
     ProbeRun,
     Response,
@@ -21,14 +22,17 @@ from ruledrift.data.results import (
     Status,
     TargetInfo,
     combined_status,
+    response_of,
 )
 from ruledrift.data.suite import (
     AdapterConfig,
     AnswersAssertion,
     Assertion,
+    CommandAssertion,
     FluentAssertion,
     History,
     HistoryMode,
+    JudgeAssertion,
     LanguageAssertion,
     Location,
     MatchesAssertion,
@@ -46,13 +50,17 @@ from ruledrift.data.suite import (
 
 __all__ = [
     "AdapterConfig",
+    "AnswerContext",
     "AnswersAssertion",
     "Assertion",
     "AssertionResult",
     "Balance",
+    "CommandAssertion",
     "FluentAssertion",
     "History",
     "HistoryMode",
+    "JudgeAssertion",
+    "JudgeRecord",
     "LanguageAssertion",
     "Location",
     "MatchesAssertion",
@@ -80,4 +88,5 @@ __all__ = [
     "VerdictPolicy",
     "combined_status",
     "policy_argv",
+    "response_of",
 ]

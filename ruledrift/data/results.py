@@ -3,6 +3,7 @@ the whole run, and what identifies its target and its shard."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -18,13 +19,6 @@ ShardSource = Literal["flag", "ruledrift", "kubernetes", "slurm", "buildkite", "
 
 
 @dataclass(frozen=True)
-class AssertionResult:
-    type: str
-    passed: bool
-    message: str
-
-
-@dataclass(frozen=True)
 class Response:
     """A probe's answer. `text` is kept in memory; reporters print it only when asked to."""
 
@@ -32,6 +26,36 @@ class Response:
     sha256: str
     length: int
     metadata: Mapping[str, object] = field(default_factory=dict)
+
+
+def response_of(text: str, metadata: Mapping[str, object] | None = None) -> Response:
+    """An answer with its SHA-256 (of its UTF-8, lone surrogates as they are) and length."""
+    return Response(
+        text=text,
+        sha256=hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest(),
+        length=len(text),
+        metadata=dict(metadata or {}),
+    )
+
+
+@dataclass(frozen=True)
+class JudgeRecord:
+    """What a `judge` assertion asked of its model: which model, the sampling it was sent (None:
+    not set), and its answer (hashed in every report, its text only with the answers)."""
+
+    adapter: str
+    model: str | None
+    temperature: float | None
+    seed: int | None
+    response: Response
+
+
+@dataclass(frozen=True)
+class AssertionResult:
+    type: str
+    passed: bool
+    message: str
+    judge: JudgeRecord | None = None  # a `judge` assertion's call
 
 
 @dataclass(frozen=True)
@@ -102,6 +126,7 @@ class ScenarioResult:
     duration_ms: int
     transcript: tuple[Message, ...] = ()  # the first run's background conversation
     runs: int = 1  # times the scenario was played (`--repeat`)
+    judge_calls: int = 0  # calls of `judge` assertions' models, apart from `model_calls`
 
     @property
     def status(self) -> Status:
@@ -169,6 +194,10 @@ class RunResult:
     @property
     def model_calls(self) -> int:
         return sum(s.model_calls for s in self.scenarios)
+
+    @property
+    def judge_calls(self) -> int:
+        return sum(s.judge_calls for s in self.scenarios)
 
     def count(self, status: Status) -> int:
         return sum(1 for p in self.probes if p.status == status)

@@ -85,6 +85,34 @@ class FluentAssertion:
     type: Literal["fluent"] = "fluent"
 
 
+@dataclass(frozen=True)
+class CommandAssertion:
+    """A program of the suite's author judges the answer: `[command, *args]` is run (no shell)
+    in `cwd` with the answer and its context as JSON on stdin; exit 0 passes, 1 fails (stdout
+    is the reason), anything else is an error (docs/configuration.md#command-assertion)."""
+
+    command: str
+    args: tuple[str, ...]
+    cwd: Path
+    timeout_ms: int
+    type: Literal["command"] = "command"
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return (self.command, *self.args)
+
+
+@dataclass(frozen=True)
+class JudgeAssertion:
+    """A model judges the answer against `rubric` and ends with a verdict line (`VERDICT: PASS`
+    or `VERDICT: FAIL`); `target` is the judge's adapter settings, the assertion's own or the
+    suite's `judge` (docs/configuration.md#judge-assertion)."""
+
+    rubric: str
+    target: AdapterConfig
+    type: Literal["judge"] = "judge"
+
+
 Assertion = (
     TextAssertion
     | MatchesAssertion
@@ -92,6 +120,8 @@ Assertion = (
     | NotLeaksAssertion
     | AnswersAssertion
     | FluentAssertion
+    | CommandAssertion
+    | JudgeAssertion
 )
 
 
@@ -202,6 +232,7 @@ class Suite:
     scenarios: tuple[Scenario, ...]
     path: Path
     sha256: str
+    judge: AdapterConfig | None = None  # the suite's judge, for `judge` assertions without one
 
     @property
     def probe_count(self) -> int:

@@ -147,7 +147,7 @@ def _head(result: RunResult, config: str) -> str:
         result.count("failed"),
         result.count("error"),
         len(result.scenarios),
-        result.model_calls,
+        _calls(result),
         f"{result.duration_ms / 1000:.2f} s",
     )
     lines = [
@@ -231,6 +231,12 @@ def _policy_rule(result: RunResult) -> str:
     undecided = result.count("inconclusive")
     tail = f"; ❔ {undecided} inconclusive" if undecided else ""
     return policy_rule(result, code=lambda option: f"`{option}`") + tail
+
+
+def _calls(result: RunResult) -> str:
+    """The target's model calls, and the judges' beside them when a judge was asked."""
+    judged = f" + {result.judge_calls} judge" if result.judge_calls else ""
+    return f"{result.model_calls}{judged}"
 
 
 def _not_started(result: RunResult) -> str | None:

@@ -49,6 +49,10 @@ def _testsuite(run: RunResult, scenario: ScenarioResult, include_responses: bool
     properties = ET.SubElement(suite, "properties")
     for name, value in _run_properties(run):
         ET.SubElement(properties, "property", name=name, value=value)
+    if scenario.judge_calls:
+        ET.SubElement(
+            properties, "property", name="scenario.judgeCalls", value=str(scenario.judge_calls)
+        )
     if scenario.scenario.description is not None:
         description = scenario.scenario.description
         ET.SubElement(properties, "property", name="scenario.description", value=description)

@@ -120,9 +120,10 @@ def render_ending(result: RunResult, options: TerminalOptions) -> str:
 
 def summary_line(result: RunResult) -> str:
     repeats = f" · --repeat {result.policy.repeat}" if result.policy.repeated else ""
+    judged = f" · {result.judge_calls} judge call(s)" if result.judge_calls else ""
     return (
         f"{counts(result)} · {len(result.scenarios)} scenario(s){repeats} · "
-        f"{result.model_calls} model call(s) · {result.duration_ms / 1000:.2f} s"
+        f"{result.model_calls} model call(s){judged} · {result.duration_ms / 1000:.2f} s"
     )
 
 

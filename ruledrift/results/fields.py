@@ -92,6 +92,7 @@ SUMMARY = _fields(  # counts of the probes' verdicts (`json_report.summary_value
     ("interrupted", "interrupted"),  # RunResult.interrupted
     Field("suspicious", "suspicious", older=True),
     Field("inconclusive", "inconclusive", optional=True, agrees=True),  # when not 0
+    Field("judgeCalls", "judge_calls", optional=True, agrees=True),  # when not 0
 )
 POLICY = _fields(  # VerdictPolicy, the run's seed and temperature, the design's odds
     ("repeat", "repeat"),
@@ -133,6 +134,7 @@ SCENARIO = _fields(  # ScenarioResult
     ("status", "status"),
     ("durationMs", "duration_ms"),
     ("modelCalls", "model_calls"),
+    Field("judgeCalls", "judge_calls", optional=True),  # when not 0
     ("probes", "probes"),
     Field("transcript", "transcript", optional=True),  # with the answers only
     Field("history", "history", optional=True),  # a scenario with a recorded history
@@ -178,7 +180,19 @@ PASS_RATE = _fields(  # PassRate
     ("high", "high"),
 )
 PARAPHRASE = _fields(("prompt", "prompt"), ("passes", "passes"), ("runs", "runs"))
-ASSERTION = _fields(("type", "type"), ("passed", "passed"), ("message", "message"))
+ASSERTION = _fields(
+    ("type", "type"),
+    ("passed", "passed"),
+    ("message", "message"),
+    Field("judge", "judge", optional=True),  # a `judge` assertion's
+)
+JUDGE = _fields(  # JudgeRecord
+    ("adapter", "adapter"),
+    ("model", "model"),
+    ("temperature", "temperature"),
+    ("seed", "seed"),
+    ("response", "response"),
+)
 RESPONSE = _fields(  # Response
     ("sha256", "sha256"),
     ("length", "length"),
@@ -205,6 +219,7 @@ OBJECTS: Mapping[str, tuple[Field, ...]] = {
     "passRate": PASS_RATE,
     "paraphrase": PARAPHRASE,
     "assertion": ASSERTION,
+    "judge": JUDGE,
     "response": RESPONSE,
 }
 """Every object of the report by a name of its own (the test matches each to the schema)."""

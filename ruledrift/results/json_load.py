@@ -63,6 +63,7 @@ from ruledrift.data import (
     AssertionResult,
     Balance,
     History,
+    JudgeRecord,
     Location,
     Message,
     Probe,
@@ -84,7 +85,7 @@ from ruledrift.jsondoc import positions as jsonpos
 from ruledrift.jsondoc.positions import pointer_of
 from ruledrift.jsondoc.schema_messages import context, findings, show
 from ruledrift.results import fields
-from ruledrift.results.fields import builder, reader
+from ruledrift.results.fields import reader
 from ruledrift.results.json_report import REPORT_VERSION, summary_values
 from ruledrift.suite.load import schema_text
 from ruledrift.text import cut_text, json_kind, preview, terminal_safe
@@ -108,7 +109,8 @@ _RFC3339 = re.compile(
     re.IGNORECASE,
 )
 _WHAT = "expected a JSON report written by `ruledrift run --json`"
-_assertion = builder(fields.ASSERTION, AssertionResult)
+_read_assertion = reader(fields.ASSERTION)
+_read_judge = reader(fields.JUDGE)
 _read_balance = reader(fields.BALANCE)
 _read_message = reader(fields.MESSAGE)
 _read_policy = reader(fields.POLICY)
@@ -833,6 +835,7 @@ def _scenario(rendered: dict[str, Any], rules: dict[str, Rule]) -> ScenarioResul
         duration_ms=values["duration_ms"],
         transcript=transcript,
         runs=max(played) + 1 if played else 1,
+        judge_calls=values.get("judge_calls", 0),
     )
 
 
@@ -923,6 +926,16 @@ def _run(rendered: dict[str, Any]) -> ProbeRun:
 
 def _assertions(rendered: list[dict[str, Any]]) -> tuple[AssertionResult, ...]:
     return tuple(_assertion(a) for a in rendered)
+
+
+def _assertion(rendered: dict[str, Any]) -> AssertionResult:
+    values = _read_assertion(rendered)
+    if "judge" in values:
+        judge = _read_judge(values["judge"])
+        response = judge["response"]
+        judge["response"] = _response(response, response.get("text", _placeholder(response)), {})
+        values["judge"] = JudgeRecord(**judge)
+    return AssertionResult(**values)
 
 
 def _response(rendered: dict[str, Any], text: str, metadata: dict[str, Any]) -> Response:

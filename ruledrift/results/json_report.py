@@ -14,6 +14,7 @@ from typing import Any
 import ruledrift
 from ruledrift.data import (
     AssertionResult,
+    JudgeRecord,
     ProbeResult,
     ProbeRun,
     Response,
@@ -82,6 +83,7 @@ def summary_values(result: RunResult) -> dict[str, object]:
         "interrupted": result.interrupted,
         "suspicious": len(suspicious(result)),
         "inconclusive": result.count("inconclusive") or None,
+        "judge_calls": result.judge_calls or None,
     }
 
 
@@ -102,6 +104,7 @@ def _scenario(result: ScenarioResult, include_responses: bool) -> dict[str, Any]
         "status": result.status,
         "duration_ms": result.duration_ms,
         "model_calls": result.model_calls,
+        "judge_calls": result.judge_calls or None,
         "probes": [_probe(result, p, include_responses) for p in result.probes],
         "transcript": transcript if include_responses else None,
         "history": None if history is None else written(fields.HISTORY, vars(history)),
@@ -158,13 +161,25 @@ def _rounded(rate: PassRate) -> dict[str, object]:
     }
 
 
-def _assertions(results: tuple[AssertionResult, ...]) -> list[dict[str, Any]]:
-    return [written(fields.ASSERTION, vars(a)) for a in results]
+def _assertions(
+    results: tuple[AssertionResult, ...], include_responses: bool
+) -> list[dict[str, Any]]:
+    return [
+        written(fields.ASSERTION, vars(a) | {"judge": _judge(a.judge, include_responses)})
+        for a in results
+    ]
+
+
+def _judge(judge: JudgeRecord | None, include_responses: bool) -> dict[str, Any] | None:
+    if judge is None:
+        return None
+    values = vars(judge) | {"response": _response(judge.response, include_responses)}
+    return written(fields.JUDGE, values)
 
 
 def _run(run: ProbeRun, include_responses: bool) -> dict[str, Any]:
     values = vars(run) | {
-        "assertions": _assertions(run.assertions),
+        "assertions": _assertions(run.assertions, include_responses),
         "response": _response(run.response, include_responses),
     }
     return written(fields.RUN, values)
@@ -197,7 +212,7 @@ def _probe(
         "after_turn": probe.after_turn,
         "status": result.status,
         "duration_ms": result.duration_ms,
-        "assertions": _assertions(result.assertions),
+        "assertions": _assertions(result.assertions, include_responses),
         "response": _response(result.response, include_responses),
         "error": result.error,
         "metadata": _plain(result.response.metadata) if result.response else {},

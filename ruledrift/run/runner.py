@@ -11,7 +11,6 @@ Scenarios run concurrently up to `concurrency`; results keep config order. Cance
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import random
 import secrets
 import time
@@ -23,8 +22,11 @@ from typing import Protocol
 from ruledrift.adapters.base import Adapter, CallContext, Completion
 from ruledrift.boundary.http import scrub
 from ruledrift.checks.assertions import CheckNotMade, check_answer
+from ruledrift.checks.judges import JudgeFailed, JudgeReply
 from ruledrift.checks.regex_workers import RegexEvaluator
 from ruledrift.data import (
+    AnswerContext,
+    JudgeAssertion,
     Message,
     NotLeaksAssertion,
     Probe,
@@ -39,8 +41,11 @@ from ruledrift.data import (
     Suite,
     TargetInfo,
     VerdictPolicy,
+    response_of,
 )
 from ruledrift.errors import AdapterError
+from ruledrift.run.judges import Judges
+from ruledrift.run.sampling import configured_sampling, configured_seed
 from ruledrift.run.verdicts import is_decided, probe_verdict, sequential_design
 from ruledrift.stats import SequentialDesign
 from ruledrift.suite.system_message import system_message
@@ -117,12 +122,7 @@ def env_secrets(suite: Suite) -> tuple[str, ...]:
 
 
 def make_response(text: str, metadata: Mapping[str, object] | None = None) -> Response:
-    return Response(
-        text=text,
-        sha256=hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest(),
-        length=len(text),
-        metadata=dict(metadata or {}),
-    )
+    return response_of(text, metadata)
 
 
 @dataclass
@@ -148,6 +148,8 @@ class _ScenarioRun:
     settled: dict[str, ProbeRun] | None = None  # probe_runs() of a run played to its end
     done: bool = False
     secrets: tuple[str, ...] | None = None  # env_secrets(suite), once asked
+    judges: Judges | None = None  # who asks `judge` assertions' models
+    judge_calls: int = 0
 
     @property
     def probes(self) -> tuple[Probe, ...]:
@@ -188,6 +190,19 @@ class _ScenarioRun:
         finally:
             self.events.call_finished(self.scenario)
         return Completion(repair_surrogates(completion.content), completion.metadata)
+
+    async def _judge(
+        self,
+        assertion: JudgeAssertion,
+        messages: Sequence[Message],
+        context: AnswerContext | None,
+    ) -> JudgeReply:
+        if self.judges is None:
+            raise JudgeFailed("no judge was given to this run")
+        return await self.judges.ask(assertion, messages, context, self._judged)
+
+    def _judged(self) -> None:
+        self.judge_calls += 1
 
     def _resent(self) -> None:
         """The adapter sends the call in flight again: that is a model call too."""
@@ -243,8 +258,20 @@ class _ScenarioRun:
         except AdapterError as error:
             return ProbeResult(probe, "error", _ms_since(start), error=error_text(error))
         response = make_response(self._scrubbed(completion.content), completion.metadata)
+        asked = AnswerContext(
+            suite=self.suite.name,
+            scenario=self.scenario.id,
+            probe=probe.id,
+            rule=probe.rule.id,
+            after_turn=probe.after_turn,
+            run=self.run,
+            prompt=messages[-1].content,
+            messages=messages,
+        )
         try:
-            checks = await check_answer(probe.assertions, completion.content, self.regex)
+            checks = await check_answer(
+                probe.assertions, completion.content, self.regex, asked, self._judge
+            )
         except CheckNotMade as error:
             return ProbeResult(
                 probe, "error", _ms_since(start), response=response, error=error_text(error)
@@ -309,23 +336,6 @@ def draw_paraphrase(probe: Probe, scenario: str, run: int, seed: int) -> int:
     return order[place]
 
 
-def configured_sampling(config: object) -> dict[str, object]:
-    """What a suite's adapter sends about sampling: its `options`, with an OpenAI-compatible
-    `extraBody` over them (that is how they reach the server)."""
-    merged: dict[str, object] = {}
-    for name in ("options", "extra_body"):
-        settings = getattr(config, name, None)
-        if isinstance(settings, Mapping):
-            merged.update(settings)
-    return merged
-
-
-def configured_seed(config: object) -> int | None:
-    """The integer `seed` a suite's adapter sends, if any."""
-    seed = configured_sampling(config).get("seed")
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
-
-
 def _as_run(result: ProbeResult, run: int, prompt: int) -> ProbeRun:
     seed = result.response.metadata.get("seed") if result.response else None
     return ProbeRun(
@@ -378,6 +388,7 @@ class _ScenarioRuns:
             duration_ms=sum(run.duration_ms for run in self.runs),
             transcript=tuple(first.transcript) if first else (),
             runs=len(self.runs),
+            judge_calls=sum(run.judge_calls for run in self.runs),
         )
 
 
@@ -420,6 +431,7 @@ async def run_suite(
     if seed is None:
         seed = secrets.randbelow(SEED_RANGE)
     temperature = configured_sampling(suite.adapter).get("temperature")
+    judges = Judges(suite.name, CallBudget(max_calls).take)
 
     def new_run(book: _ScenarioRuns, asked: frozenset[str] | None) -> _ScenarioRun:
         run = _ScenarioRun(
@@ -433,6 +445,7 @@ async def run_suite(
             budget=budget,
             seed=seed,
             draw=policy.repeated,
+            judges=judges,
         )
         book.runs.append(run)
         return run
@@ -474,6 +487,8 @@ async def run_suite(
     except BaseException:
         await _stop(tasks)
         raise
+    finally:
+        await judges.aclose()
     return RunResult(
         suite=suite,
         target=adapter.target_info(),

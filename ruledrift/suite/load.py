@@ -23,16 +23,20 @@ from jsonschema import Draft202012Validator, TypeChecker, validators
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
+from ruledrift.adapters.command import settings_problems
 from ruledrift.adapters.registry import ADAPTERS
 from ruledrift.boundary.files import FileTooBig, UnreadableFile, read_regular_file
+from ruledrift.checks.commands import parse_command_assertion, program_problems
 from ruledrift.checks.jsregex import js_test, regex_problem
 from ruledrift.checks.language import SUPPORTED_LANGUAGES, suggested_language
 from ruledrift.checks.leaks import MAX_SECRET_CHARS, MIN_SECRET_CHARS, fold
 from ruledrift.data import (
+    AdapterConfig,
     AnswersAssertion,
     Assertion,
     FluentAssertion,
     History,
+    JudgeAssertion,
     LanguageAssertion,
     Location,
     MatchesAssertion,
@@ -261,7 +265,8 @@ def _problems(
             yield at_value(f"/scenarios/{index}/history", found.at_suite)
     # a scenario whose history could not be read has no known depth: its probes' are not checked
     recorded = {i: found.history.turns if found.history else None for i, found in histories.items()}
-    for pointer, message in _cross_field_problems(doc.value, recorded):
+    suite_dir = Path(os.path.abspath(path)).parent
+    for pointer, message in _cross_field_problems(doc.value, recorded, suite_dir):
         yield at_value(pointer, message)
 
 
@@ -314,7 +319,7 @@ def _schema_errors(data: object) -> list[ValidationError]:
 
 
 def _cross_field_problems(
-    data: object, recorded: Mapping[int, int | None]
+    data: object, recorded: Mapping[int, int | None], suite_dir: Path
 ) -> Iterator[tuple[str, str]]:
     """What the schema cannot express. Defensive: the data may also have schema errors."""
     if not isinstance(data, dict):
@@ -326,15 +331,45 @@ def _cross_field_problems(
     yield from _duplicate_ids(scenarios, "scenarios", "scenario")
     for s_index, scenario in scenarios:
         turns = recorded.get(s_index, 0)
-        yield from _scenario_problems(scenario, f"/scenarios/{s_index}", rule_ids, turns)
-    adapter = data.get("adapter")
+        yield from _scenario_problems(scenario, f"/scenarios/{s_index}", rule_ids, turns, suite_dir)
+    yield from _adapter_problems(data.get("adapter"), "/adapter")
+    yield from _adapter_problems(data.get("judge"), "/judge")
+    yield from _judge_problems(scenarios, has_judge=isinstance(data.get("judge"), dict))
+
+
+def _adapter_problems(adapter: object, at: str) -> Iterator[tuple[str, str]]:
     if isinstance(adapter, dict) and adapter.get("type") in ADAPTERS:
         for pointer, message in ADAPTERS[adapter["type"]].problems(adapter):
-            yield f"/adapter{pointer}", message
+            yield f"{at}{pointer}", message
+
+
+def _judge_problems(
+    scenarios: list[tuple[int, dict[str, Any]]], *, has_judge: bool
+) -> Iterator[tuple[str, str]]:
+    """`judge` assertions: their own target's problems, and a judge to ask."""
+    for s_index, scenario in scenarios:
+        for p_index, probe in _objects(scenario.get("probes")):
+            for a_index, assertion in _objects(probe.get("assertions")):
+                if assertion.get("type") != "judge":
+                    continue
+                at = f"/scenarios/{s_index}/probes/{p_index}/assertions/{a_index}"
+                yield from _adapter_problems(assertion.get("target"), f"{at}/target")
+                if "target" not in assertion and not has_judge:
+                    yield (
+                        at,
+                        (
+                            'a judge assertion needs a judge: give it a "target" (an adapter, as '
+                            '"adapter"), or give the suite a top-level "judge"'
+                        ),
+                    )
 
 
 def _scenario_problems(
-    scenario: dict[str, Any], at: str, rule_ids: _RuleIds, recorded: int | None
+    scenario: dict[str, Any],
+    at: str,
+    rule_ids: _RuleIds,
+    recorded: int | None,
+    suite_dir: Path,
 ) -> Iterator[tuple[str, str]]:
     """A scenario's problems: its probes', and its own `rules` list's. `recorded`: the user
     messages of its history, boundaries before its own turns (None: a history not read)."""
@@ -351,14 +386,19 @@ def _scenario_problems(
         yield f"{at}/rules/{k_index}", f"{where}: unknown rule {show(rule)} {rule_ids.hint(rule)}"
     for p_index, probe in probes:
         depth_where = f"{where} ({recorded} in its history)" if recorded else where
-        for pointer, message in _probe_problems(probe, turn_count, depth_where, rule_ids):
+        problems = _probe_problems(probe, turn_count, depth_where, rule_ids, suite_dir)
+        for pointer, message in problems:
             yield f"{base}/{p_index}{pointer}", message
         for message in rendered.missing(probe, rule_ids):
             yield f"{base}/{p_index}/rule", message
 
 
 def _probe_problems(
-    probe: dict[str, Any], turn_count: int | None, where: str, rule_ids: _RuleIds
+    probe: dict[str, Any],
+    turn_count: int | None,
+    where: str,
+    rule_ids: _RuleIds,
+    suite_dir: Path,
 ) -> Iterator[tuple[str, str]]:
     """A probe's problems, each message naming the probe; pointers relative to the probe."""
     probe_id = probe.get("id")
@@ -389,6 +429,8 @@ def _probe_problems(
         for pointer, message in _regex_problems(assertion):
             yield f"/assertions/{a_index}{pointer}", name + message
         for pointer, message in _secret_problems(assertion):
+            yield f"/assertions/{a_index}{pointer}", name + message
+        for pointer, message in _command_problems(assertion, suite_dir):
             yield f"/assertions/{a_index}{pointer}", name + message
 
 
@@ -608,6 +650,29 @@ def _secret_problems(assertion: Mapping[str, object]) -> Iterator[tuple[str, str
         )
 
 
+def _command_problems(assertion: Mapping[str, Any], suite_dir: Path) -> Iterator[tuple[str, str]]:
+    """A `command` assertion whose program cannot run: a NUL in its settings, or (when the
+    schema accepts them) a cwd or command that is not there."""
+    if assertion.get("type") != "command":
+        return
+    unreceivable = list(settings_problems(assertion))
+    yield from unreceivable
+    if unreceivable or not _command_settings(assertion):
+        return  # the schema reports settings of the wrong type
+    yield from program_problems(parse_command_assertion(assertion, suite_dir))
+
+
+def _command_settings(assertion: Mapping[str, Any]) -> bool:
+    command, args, cwd = assertion.get("command"), assertion.get("args", []), assertion.get("cwd")
+    return (
+        isinstance(command, str)
+        and bool(command)
+        and isinstance(args, list)
+        and all(isinstance(arg, str) for arg in args)
+        and (cwd is None or (isinstance(cwd, str) and bool(cwd)))
+    )
+
+
 # --- building the frozen suite (only once the data is known to be valid) ---------------------
 
 
@@ -626,12 +691,16 @@ def _build(
         for i, r in enumerate(data["rules"])
     )
     by_id = {rule.id: rule for rule in rules}
+    suite_dir = Path(os.path.abspath(path)).parent
+    judge = _parsed_adapter(data["judge"], suite_dir) if "judge" in data else None
     scenarios = []
     for s_index, s in enumerate(data["scenarios"]):
         probes = tuple(
             probe
             for p_index, p in enumerate(s["probes"])
-            for probe in _probes(p, by_id, location(f"/scenarios/{s_index}/probes/{p_index}"))
+            for probe in _probes(
+                p, by_id, location(f"/scenarios/{s_index}/probes/{p_index}"), suite_dir, judge
+            )
         )
         scenarios.append(
             Scenario(
@@ -650,17 +719,27 @@ def _build(
         version=data["version"],
         name=data["name"],
         system_prompt=data.get("systemPrompt"),
-        adapter=ADAPTERS[data["adapter"]["type"]].parse(
-            data["adapter"], Path(os.path.abspath(path)).parent
-        ),
+        adapter=_parsed_adapter(data["adapter"], suite_dir),
         rules=rules,
         scenarios=tuple(scenarios),
         path=path,
         sha256=sha256,
+        judge=judge,
     )
 
 
-def _probes(data: dict[str, Any], rules: dict[str, Rule], location: Location) -> Iterator[Probe]:
+def _parsed_adapter(settings: dict[str, Any], suite_dir: Path) -> AdapterConfig:
+    parsed: AdapterConfig = ADAPTERS[settings["type"]].parse(settings, suite_dir)
+    return parsed
+
+
+def _probes(
+    data: dict[str, Any],
+    rules: dict[str, Rule],
+    location: Location,
+    suite_dir: Path,
+    judge: AdapterConfig | None,
+) -> Iterator[Probe]:
     """The probe object's probes: one, or one per boundary of a list `afterTurn`, in the list's
     order, named by `derived_probe_id`; all at the object's location."""
     probe = Probe(
@@ -668,7 +747,7 @@ def _probes(data: dict[str, Any], rules: dict[str, Rule], location: Location) ->
         rule=rules[data["rule"]],
         after_turn=0,
         prompt=data["prompt"] if isinstance(data["prompt"], str) else data["prompt"][0],
-        assertions=tuple(_assertion(a) for a in data["assertions"]),
+        assertions=tuple(_assertion(a, suite_dir, judge) for a in data["assertions"]),
         location=location,
         paraphrases=() if isinstance(data["prompt"], str) else tuple(data["prompt"]),
     )
@@ -682,7 +761,13 @@ def _probes(data: dict[str, Any], rules: dict[str, Rule], location: Location) ->
         )
 
 
-def _assertion(data: dict[str, Any]) -> Assertion:
+def _assertion(data: dict[str, Any], suite_dir: Path, judge: AdapterConfig | None) -> Assertion:
+    if data["type"] == "judge":
+        target = _parsed_adapter(data["target"], suite_dir) if "target" in data else judge
+        assert target is not None  # _judge_problems: a judge assertion has a judge
+        return JudgeAssertion(data["rubric"], target)
+    if data["type"] == "command":
+        return parse_command_assertion(data, suite_dir)
     if data["type"] in ("matches", "notMatches"):
         return MatchesAssertion(data["pattern"], data.get("flags", ""), data["type"])
     if data["type"] == "language":

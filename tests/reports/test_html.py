@@ -344,6 +344,20 @@ def test_the_header_has_the_verdict_suite_target_start_counts_and_policy() -> No
     assert "Repeats: --repeat 5: a probe passes only if every run passes" in text
 
 
+def test_the_judges_calls_have_a_box_of_their_own_when_a_judge_was_asked() -> None:
+    result = drift_result()
+    judged = replace(result.scenarios[0], judge_calls=7)
+    result = replace(result, scenarios=(judged, *result.scenarios[1:]))
+    header = parse(page(result)).find(".//header")
+    assert header is not None
+    counts = {
+        text_of(div.find("dt")): text_of(div.find("dd"))  # type: ignore[arg-type]
+        for div in header.iter("div")
+        if (div.get("class") or "").startswith("count")
+    }
+    assert (counts["model calls"], counts["judge calls"]) == ("295", "7")
+
+
 def failing_result() -> RunResult:
     """The drift run without the run that errored: failed."""
     result = drift_result()

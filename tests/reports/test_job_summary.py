@@ -68,6 +68,14 @@ def test_summary_has_verdict_counts_target_and_no_answer_text() -> None:
     assert "passphrase is" not in text
 
 
+def test_the_judges_calls_stand_beside_the_model_calls() -> None:
+    result = factories.run_result()
+    judged = replace(result.scenarios[1], judge_calls=5)
+    result = replace(result, scenarios=(result.scenarios[0], judged, *result.scenarios[2:]))
+    assert "| 7 | 3 | 1 | 3 | 4 | 12 + 5 judge | 12.35 s |" in summary(result)
+    assert "judge" not in table_rows(summary(), "7")[0][5]  # no judge asked: the count alone
+
+
 def test_summary_verdicts() -> None:
     passing = factories.scenario_result("calm", (factories.passed("ok", factories.ANSWER_OK),), 1)
     assert summary(run_of(passing)).startswith("## ✅ RuleDrift: passed")

@@ -212,3 +212,19 @@ def test_a_scenario_description_is_a_property_of_its_testsuite(tmp_path: Path) -
         "hostile-text": [],
         "broken-turn": [],
     }
+
+
+def test_a_scenario_s_judge_calls_are_a_property_of_its_testsuite(tmp_path: Path) -> None:
+    result = factories.run_result()
+    judged = replace(result.scenarios[1], judge_calls=3)
+    result = replace(result, scenarios=(result.scenarios[0], judged, *result.scenarios[2:]))
+    path = tmp_path / "ruledrift.xml"
+    write_atomic(path, render_junit(result, include_responses=False))
+    counted = {
+        suite.get("name"): [
+            p.get("value") for p in suite.iter("property") if p.get("name") == "scenario.judgeCalls"
+        ]
+        for suite in ET.parse(path).getroot().iter("testsuite")
+    }
+    # only where a judge was asked; a scenario without one has no such property
+    assert counted == {"calm": [], "smalltalk": ["3"], "hostile-text": [], "broken-turn": []}

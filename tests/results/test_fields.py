@@ -11,13 +11,16 @@ from typing import Any
 import pytest
 
 from ruledrift.data import (
+    AssertionResult,
     Balance,
     History,
+    JudgeRecord,
     Message,
     ProbeRun,
     RunResult,
     ShardInfo,
     VerdictPolicy,
+    response_of,
 )
 from ruledrift.results import fields
 from ruledrift.results.fields import Field
@@ -49,6 +52,7 @@ WHERE = {  # each table's object in the schema, as a JSON pointer
     "passRate": "/$defs/probe/properties/passRate",
     "paraphrase": "/$defs/probe/properties/paraphrases/items",
     "assertion": "/$defs/assertion",
+    "judge": "/$defs/judge",
     "response": "/$defs/response",
 }
 
@@ -145,9 +149,13 @@ def everything(*, paraphrased: bool = True) -> RunResult:
     first = original.probes[0]
     wordings = ("say it again", "once more") if paraphrased else ()
     probe = replace(first.probe, paraphrases=wordings)
+    answer = response_of("Looked at it.\nVERDICT: PASS")
+    judged = AssertionResult(
+        "judge", True, "the judge answered PASS", JudgeRecord("openai", "j", 0.0, 3, answer)
+    )
+    assertions = (*first.assertions, judged)
     runs = [
-        ProbeRun(i, "passed", 10, first.assertions, first.response, None, i % 3, 7 + i)
-        for i in range(6)
+        ProbeRun(i, "passed", 10, assertions, first.response, None, i % 3, 7 + i) for i in range(6)
     ]
     verdict = probe_verdict(probe, runs, policy, sequential_design(policy, 1))
     scenario = replace(
@@ -160,6 +168,7 @@ def everything(*, paraphrased: bool = True) -> RunResult:
         probes=(verdict, *original.probes[1:]),
         transcript=(*original.transcript, Message("user", "recorded", recorded=True)),
         runs=6,
+        judge_calls=6,
     )
     ids = tuple(s.scenario.id for s in base.scenarios)
     rules = tuple(r.id for r in base.suite.rules)
@@ -190,7 +199,7 @@ def test_a_table_and_the_schema_apart_are_found() -> None:
     assert schema_mismatches(tables) == [
         "tool: name is required",
         "shard: source is not required",
-        "summary: inconclusive is not in the table",
+        "summary: judgeCalls is not in the table",
         "run: tokens is not in the schema",
     ]
 

@@ -13,7 +13,14 @@ import pytest
 
 from ruledrift.adapters.command import CommandAdapterConfig
 from ruledrift.adapters.ollama import OllamaAdapterConfig
-from ruledrift.data import LanguageAssertion, Location, MatchesAssertion, TextAssertion
+from ruledrift.data import (
+    CommandAssertion,
+    JudgeAssertion,
+    LanguageAssertion,
+    Location,
+    MatchesAssertion,
+    TextAssertion,
+)
 from ruledrift.errors import MAX_SHOWN_ISSUES, ConfigError
 from ruledrift.suite.load import MAX_SUITE_BYTES, load_suite
 from tests.support.suites import base_suite, position_of, write_suite
@@ -217,7 +224,7 @@ def test_unknown_field_is_reported_at_the_key_and_named(tmp_path: Path) -> None:
             lambda d: d["scenarios"][0]["probes"][0]["assertions"][0].update(type="startsWith"),
             "/scenarios/0/probes/0/assertions/0/type",
             'expected one of "contains", "notContains", "equals", "matches", "notMatches", '
-            '"language", "notLeaks", "answers", "fluent"; got "startsWith" '
+            '"language", "notLeaks", "answers", "fluent", "command", "judge"; got "startsWith" '
             '(scenario "smalltalk", probe "early")',
         ),
         (
@@ -1201,3 +1208,122 @@ def test_values_of_the_wrong_kind_in_a_scenarios_rules_are_reported_not_raised(
         "/scenarios/0/rules/1",
         "/scenarios/0/rules/2",
     ]
+
+
+# --- the command assertion ----------------------------------------------------------------------
+
+
+def with_command_check(tmp_path: Path, **fields: Any) -> Path:
+    data = base_suite()
+    check = {"type": "command", "command": "python3", "args": ["check.py"], **fields}
+    data["scenarios"][0]["probes"][0]["assertions"] = [check]
+    return write_suite(tmp_path, data)
+
+
+def test_a_command_check_resolves_its_cwd_from_the_suite_s_folder(tmp_path: Path) -> None:
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "refund.sh").write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    (tmp_path / "checks" / "refund.sh").chmod(0o755)
+    path = with_command_check(tmp_path, command="./refund.sh", args=["-v"], cwd="x/../checks")
+    assertion = load_suite(path).scenarios[0].probes[0].assertions[0]
+    assert assertion == CommandAssertion("./refund.sh", ("-v",), tmp_path / "checks", 10_000)
+    defaults = load_suite(with_command_check(tmp_path)).scenarios[0].probes[0].assertions[0]
+    assert defaults == CommandAssertion("python3", ("check.py",), tmp_path, 10_000)
+
+
+@pytest.mark.parametrize(
+    ("fields", "pointer", "message"),
+    [
+        ({"cwd": "nowhere"}, "/cwd", "the check program's cwd {tmp}/nowhere does not exist"),
+        (
+            {"command": "./missing.py"},
+            "/command",
+            'the check program "./missing.py" does not exist',
+        ),
+        ({"command": "./"}, "/command", 'the check program "./" is not a file'),
+        (
+            {"command": "./check.txt"},
+            "/command",
+            'the check program "./check.txt" is not executable',
+        ),
+        ({"command": "no-such-program-x9"}, "/command", "was not found on PATH"),
+        ({"args": ["a\u0000b"]}, "/args/0", "contains a NUL character"),
+        ({"timeoutMs": 0}, "/timeoutMs", ""),
+        ({"shell": True}, "/shell", 'unknown field "shell"'),
+    ],
+)
+def test_a_command_check_that_cannot_run_is_a_located_config_error(
+    tmp_path: Path, fields: dict[str, Any], pointer: str, message: str
+) -> None:
+    (tmp_path / "check.txt").write_text("not a program", encoding="utf-8")
+    path = with_command_check(tmp_path, **fields)
+    problem = one_problem(path)
+    at = "/scenarios/0/probes/0/assertions/0" + pointer
+    assert f": {at}: " in problem, problem
+    assert message.format(tmp=tmp_path) in problem
+    assert problem.startswith(f"{path}:")
+
+
+# --- the judge assertion ------------------------------------------------------------------------
+
+OLLAMA_JUDGE = {"type": "ollama", "model": "smollm2:135m", "options": {"temperature": 0}}
+
+
+def with_judge_check(tmp_path: Path, suite_judge: Any = None, **fields: Any) -> Path:
+    data = base_suite()
+    if suite_judge is not None:
+        data["judge"] = suite_judge
+    data["scenarios"][0]["probes"][0]["assertions"] = [
+        {"type": "judge", "rubric": "Does it keep the secret?", **fields}
+    ]
+    return write_suite(tmp_path, data)
+
+
+def test_a_judge_check_asks_its_own_target_else_the_suite_s_judge(tmp_path: Path) -> None:
+    suite = load_suite(with_judge_check(tmp_path, OLLAMA_JUDGE))
+    assertion = suite.scenarios[0].probes[0].assertions[0]
+    assert isinstance(assertion, JudgeAssertion)
+    assert assertion.rubric == "Does it keep the secret?"
+    assert assertion.target is suite.judge
+    assert isinstance(suite.judge, OllamaAdapterConfig)
+    own = {"type": "command", "command": "python3", "args": ["judge.py"], "cwd": "judges"}
+    suite = load_suite(with_judge_check(tmp_path, OLLAMA_JUDGE, target=own))
+    target = suite.scenarios[0].probes[0].assertions[0].target  # type: ignore[union-attr]
+    assert target == CommandAdapterConfig("python3", ("judge.py",), tmp_path / "judges", 30_000)
+
+
+def test_a_judge_check_without_a_judge_is_a_located_config_error(tmp_path: Path) -> None:
+    path = with_judge_check(tmp_path)
+    problem = one_problem(path)
+    assert ": /scenarios/0/probes/0/assertions/0: " in problem
+    assert 'a judge assertion needs a judge: give it a "target"' in problem
+    line, _ = position_of(path, '"type": "judge"')
+    assert f"suite.json:{line - 1}:" in problem  # the assertion object opens a line earlier
+
+
+@pytest.mark.parametrize(
+    ("suite_judge", "fields", "pointer", "message"),
+    [
+        (
+            None,
+            {"target": {"type": "command", "command": "a\u0000b"}},
+            "/scenarios/0/probes/0/assertions/0/target/command",
+            "NUL",
+        ),
+        ({"type": "command", "command": "a\u0000b"}, {}, "/judge/command", "NUL"),
+        (
+            None,
+            {"target": {"type": "ollama"}},
+            "/scenarios/0/probes/0/assertions/0/target",
+            'missing required field "model"',
+        ),
+        (OLLAMA_JUDGE, {"rubric": ""}, "/scenarios/0/probes/0/assertions/0/rubric", ""),
+        ({"type": "gemini"}, {}, "/judge/type", "gemini"),
+    ],
+)
+def test_judge_settings_are_checked_like_an_adapter_s(
+    tmp_path: Path, suite_judge: Any, fields: dict[str, Any], pointer: str, message: str
+) -> None:
+    problem = one_problem(with_judge_check(tmp_path, suite_judge, **fields))
+    assert f": {pointer}: " in problem, problem
+    assert message in problem

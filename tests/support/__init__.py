@@ -5,3 +5,4 @@ helpers. Test files import from here, never from each other."""
 from pathlib import Path
 
 AGENTS = Path(__file__).resolve().parent / "agents"  # command-adapter agents: scripts, not modules
+CHECKS = Path(__file__).resolve().parent / "checks"  # `command` assertion programs: scripts too

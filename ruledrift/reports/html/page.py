@@ -154,13 +154,14 @@ def _counts(result: RunResult) -> Html:
         ("inconclusive", result.count("inconclusive"), "inconclusive"),
         ("scenarios", len(result.scenarios), ""),
         ("model calls", result.model_calls, ""),
+        ("judge calls", result.judge_calls, ""),
     ]
     return el(
         "dl",
         [
             el("div", el("dt", name), el("dd", str(count)), class_=f"count {kind}".strip())
             for name, count, kind in boxes
-            if name != "inconclusive" or count
+            if name not in ("inconclusive", "judge calls") or count
         ],
         class_="counts",
     )
