@@ -67,6 +67,39 @@ def test_a_rule_whose_only_depth_is_inconclusive_renders_in_html(tmp_path: Path)
     assert "UNDEC" not in done.stdout
 
 
+@pytest.mark.process
+def test_a_repeated_run_names_identical_runs_end_to_end(tmp_path: Path) -> None:
+    """`ruledrift run --repeat auto` against an agent that answers each probe in the same words
+    every run (as a model at temperature 0 does): the terminal and the JSON report name the
+    identical runs and claim no bound for them."""
+    agent = [str(AGENTS / "scripted.py"), "--leak-after", "3"]
+    path = write_suite(tmp_path, base_suite(command=sys.executable, args=agent))
+    report = tmp_path / "report.json"
+    done = ruledrift("run", path, "--repeat", "auto", "--seed", "7", "--json", report)
+    assert done.returncode == 1, done.stderr
+    document = json.loads(report.read_text(encoding="utf-8"))
+    probes = document["scenarios"][0]["probes"]
+    assert [p["identicalRuns"] for p in probes] == [True, True]
+    assert "runs passed, all identical (no error bound)" in done.stdout
+    assert "drifted: 3 identical runs (0/3 passed): every answer was byte-identical" in done.stdout
+    assert "false alarms at most" not in done.stdout
+    assert [c["id"] for c in document["policy"]["caveats"]] == ["identical-runs"]
+
+
+@pytest.mark.process
+def test_runs_whose_answers_vary_keep_their_bounds_end_to_end(tmp_path: Path) -> None:
+    """The same run against an agent whose answers name their seed: nothing is identical."""
+    agent = [str(AGENTS / "scripted.py"), "--answer-by-seed"]
+    path = write_suite(tmp_path, base_suite(command=sys.executable, args=agent))
+    report = tmp_path / "report.json"
+    done = ruledrift("run", path, "--repeat", "3", "--seed", "7", "--json", report)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(report.read_text(encoding="utf-8"))
+    assert [p["identicalRuns"] for p in document["scenarios"][0]["probes"]] == [False, False]
+    assert "identical" not in done.stdout
+    assert document["policy"]["caveats"] == []
+
+
 # --- every combination, rendered from results built by hand ----------------------------------
 
 DEPTHS = (0, 4, 8)
