@@ -131,7 +131,9 @@ def identical_reason(runs: Sequence[ProbeRun], status: Status, policy: VerdictPo
     lead = f"{total} identical runs ({passes}/{total} passed): {IDENTICAL}"
     unbounded = "no error bound applies to this probe (the bounds assume independent runs)"
     if policy.repeat == "auto":
-        return f"{_AUTO_WORDS[status]}: {lead}; the sequential test decided, but {unbounded}"
+        return (
+            f"{_AUTO_WORDS[status]}: {lead}; the sequential test's verdict stands, but {unbounded}"
+        )
     rule = (
         "every run must pass"
         if policy.min_pass_rate is None

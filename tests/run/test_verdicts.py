@@ -336,8 +336,8 @@ def test_identical_failed_runs_under_auto_are_named_and_print_no_bound() -> None
     assert (result.status, result.identical_runs) == ("failed", True)
     assert result.decided_by == (
         "drifted: 2 identical runs (0/2 passed): every answer was byte-identical, so the "
-        "repeats add no information; the sequential test decided, but no error bound applies "
-        "to this probe (the bounds assume independent runs)"
+        "repeats add no information; the sequential test's verdict stands, but no error bound "
+        "applies to this probe (the bounds assume independent runs)"
     )
     assert "false alarms" not in result.decided_by
 
