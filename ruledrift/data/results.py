@@ -81,7 +81,10 @@ class ProbeRun:
 class ProbeResult:
     """A probe's verdict. With one run, its fields are that run's; with repeats (`runs`), the
     status follows the run's VerdictPolicy and `assertions`, `response` and `error` are those
-    of the first run that did not pass (else of the last run), `decided_by` says why."""
+    of the first run that did not pass (else of the last run), `decided_by` says why.
+    `identical_runs`: with repeats, every run (at least two) was answered and every answer was
+    byte-identical (one SHA-256 and length), so the repeats add no information and no error
+    bound holds for the probe (`run.verdicts.runs_identical`)."""
 
     probe: Probe
     status: Status
@@ -91,6 +94,7 @@ class ProbeResult:
     error: str | None = None
     runs: tuple[ProbeRun, ...] = ()
     decided_by: str | None = None
+    identical_runs: bool = False
 
     @property
     def failed_assertions(self) -> tuple[AssertionResult, ...]:

@@ -16,7 +16,12 @@ from typing import Literal, Protocol
 
 from ruledrift import __version__
 from ruledrift.data import ProbeResult, RunResult, Status, policy_argv
-from ruledrift.reports.sentences import TARGET_DID_NOT_START, policy_rule, run_verdict
+from ruledrift.reports.sentences import (
+    IDENTICAL_RUNS,
+    TARGET_DID_NOT_START,
+    policy_rule,
+    run_verdict,
+)
 from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, plan_annotations
 from ruledrift.results.findings import (
     FLAG_TEXT,
@@ -528,8 +533,13 @@ def _cells(scenario: str, result: ProbeResult) -> list[str]:
         markdown(probe.rule.id),
         probe.rule.severity,
         str(probe.after_turn),
-        f"{_SYMBOLS[result.status]} {result.status}",
+        f"{_SYMBOLS[result.status]} {result.status}{_identical(result)}",
     ]
+
+
+def _identical(result: ProbeResult) -> str:
+    """`<br>5 runs, all identical (no error bound)` for a probe whose runs were identical."""
+    return f"<br>{len(result.runs)} runs, {IDENTICAL_RUNS}" if result.identical_runs else ""
 
 
 def _rerun(config: str, result: RunResult, overrides: Sequence[str]) -> str:

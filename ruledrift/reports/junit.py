@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import ruledrift
 from ruledrift.data import ProbeResult, Response, RunResult, ScenarioResult, VerdictPolicy
+from ruledrift.reports.sentences import IDENTICAL_RUNS
 from ruledrift.results.findings import probe_flags, rule_stories
 from ruledrift.text import xml_safe
 
@@ -149,6 +150,8 @@ def _runs_summary(result: ProbeResult) -> list[str]:
     if not result.runs:
         return []
     lines = ["", f"{result.passes} of {len(result.runs)} runs passed"]
+    if result.identical_runs:
+        lines[-1] += f", {IDENTICAL_RUNS}"
     for run in result.runs:
         if run.status == "failed":
             why = "; ".join(a.message for a in run.failed_assertions) or "failed"

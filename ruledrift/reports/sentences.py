@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ruledrift.data import ProbeResult, RunResult, Status
-from ruledrift.results.findings import policy_cap, runs_not_made
+from ruledrift.results.findings import DriftCell, policy_cap, runs_not_made
 
 # Why a run has its status, after the status's word ("failed: the target broke a rule").
 REASONS: dict[Status, str] = {
@@ -66,10 +66,25 @@ def counts(result: RunResult) -> str:
 
 def runs_passed(probe: ProbeResult) -> str:
     """`4/5 runs passed`: a repeated probe's passing runs out of its runs; a run `--max-calls`
-    did not allow is no run (`5/5 runs passed, 1 not made (--max-calls)`)."""
+    did not allow is no run (`5/5 runs passed, 1 not made (--max-calls)`); runs whose answers
+    were byte-identical say so (`5/5 runs passed, all identical (no error bound)`)."""
     not_made = runs_not_made(probe)
     shown = f"{probe.passes}/{len(probe.runs) - not_made} runs passed"
+    if probe.identical_runs:
+        return f"{shown}, {IDENTICAL_RUNS}"
     return f"{shown}, {not_made} not made (--max-calls)" if not_made else shown
+
+
+# After a repeated probe's counts, when every answer was byte-identical (`identical_runs`).
+IDENTICAL_RUNS = "all identical (no error bound)"
+
+
+def cell_rate(cell: DriftCell) -> str:
+    """A drift cell's rate with its 95% interval, `4/5 passed (80.0%, 95% interval …)`; for a
+    cell whose runs were all identical, without the interval: `0/5 passed, all identical (no
+    error bound)`."""
+    rate = cell.rate
+    return f"{rate.passes}/{rate.runs} passed, {IDENTICAL_RUNS}" if cell.identical else str(rate)
 
 
 def policy_rule(result: RunResult, code: Callable[[str], str] = str) -> str:

@@ -102,15 +102,18 @@ POLICY = _fields(  # VerdictPolicy, the run's seed and temperature, the design's
     Field("holdsAt", "holds_at", older=True),
     Field("driftedAt", "drifted_at", older=True),
     Field("suiteRedWhenHolding", "red_when_holding", optional=True),  # when a design fits
+    Field("suiteRedWhenCorrelated", "red_when_correlated", optional=True),
     Field("caughtWhenDrifted", "caught", optional=True),
     Field("seed", "seed", optional=True),  # RunResult.seed
     Field("temperature", "temperature", older=True),  # RunResult.temperature
     Field("identicalAnswers", "identical_answers", older=True),
+    Field("caveats", "caveats", older=True),  # findings.independence_caveats
     Field("maxRepeat", "max_repeat", optional=True),  # `--repeat auto` only, from here on
     Field("capDerived", "cap_derived", optional=True),
     Field("alpha", "alpha", optional=True),
     Field("beta", "beta", optional=True),
 )
+CAVEAT = _fields(("id", "id"), ("message", "text"))  # findings.Caveat
 DRIFT = _fields(("rule", "rule"), ("firstBrokenAt", "first_broken"), ("boundaries", "cells"))
 BOUNDARY = _fields(  # a cell of the drift curve
     ("afterTurn", "after_turn"),
@@ -120,6 +123,7 @@ BOUNDARY = _fields(  # a cell of the drift curve
     ("low", "low"),
     ("high", "high"),
     ("status", "status"),
+    Field("identicalRuns", "identical", older=True),  # DriftCell.identical
 )
 RULE = _fields(  # a rule's story
     ("id", "id"),
@@ -159,6 +163,7 @@ PROBE = _fields(  # ProbeResult
     Field("runs", "runs", optional=True),  # with repeats, from here on
     Field("passRate", "pass_rate", optional=True),
     Field("decidedBy", "decided_by", optional=True),
+    Field("identicalRuns", "identical_runs", optional=True),  # with repeats
     Field("paraphrases", "paraphrases", optional=True),
     Field("flags", "flags", optional=True),
 )
@@ -208,6 +213,7 @@ OBJECTS: Mapping[str, tuple[Field, ...]] = {
     "target": TARGET,
     "summary": SUMMARY,
     "policy": POLICY,
+    "caveat": CAVEAT,
     "drift": DRIFT,
     "boundary": BOUNDARY,
     "rule": RULE,

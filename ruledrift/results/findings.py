@@ -322,6 +322,7 @@ class DriftCell:
     after_turn: int
     rate: PassRate  # conversations (scenario runs) there, and those where every probe passed
     status: Status  # the rule's verdict there (`depth_verdict`): any failure makes it failed
+    identical: bool = False  # every probe there gave byte-identical answers in every run
 
 
 @dataclass(frozen=True)
@@ -349,7 +350,8 @@ def drift_curve(result: RunResult) -> tuple[RuleDrift, ...]:
     Each run of each scenario that answered there counts once, passing when every probe of the
     rule it asked there passed; the interval is then a Wilson interval over independent
     conversations. With one probe per rule, depth and scenario, as most suites have, a
-    conversation is a probe run."""
+    conversation is a probe run. A cell whose probes all gave byte-identical answers in every
+    run is `identical`: its interval, which assumes independent runs, does not hold."""
     cells: dict[tuple[str, int], list[tuple[str, ProbeResult]]] = {}
     for scenario in result.scenarios:
         for probe in scenario.probes:
@@ -365,7 +367,9 @@ def drift_curve(result: RunResult) -> tuple[RuleDrift, ...]:
             if not kept:
                 continue
             status = depth_verdict([p.status for _, p in members])
-            row.append(DriftCell(depth, pass_rate(sum(kept.values()), len(kept)), status))
+            rate = pass_rate(sum(kept.values()), len(kept))
+            same = all(p.identical_runs for _, p in members)
+            row.append(DriftCell(depth, rate, status, same))
         if row:
             curves.append(RuleDrift(rule, tuple(row)))
     return tuple(curves)
@@ -503,31 +507,74 @@ def _unseeded(result: RunResult) -> bool:
     return bool(runs) and all(run.seed is None for run in runs)
 
 
-def independence_warnings(result: RunResult) -> list[str]:
+@dataclass(frozen=True)
+class Caveat:
+    """A reason the runs of a repeated suite may not be independent samples: `id`, a fixed word
+    a program can test (`CAVEAT_IDS`), and `text`, the reason in words."""
+
+    id: str
+    text: str
+
+
+CAVEAT_IDS = ("temperature-0", "no-seed", "identical-runs", "identical-answers")
+
+
+def identical_probes(result: RunResult) -> list[ProbeResult]:
+    """The probes whose runs were all byte-identical (`ProbeResult.identical_runs`)."""
+    return [probe for probe in result.probes if probe.identical_runs]
+
+
+def independence_caveats(result: RunResult) -> list[Caveat]:
     """With repeats: why the runs are unlikely to be independent samples (temperature 0, no
-    seed, answers repeated word for word), and what a correlation between them does to the
-    suite's false alarms. Empty for a single run or runs that look independent."""
-    odds = policy_odds(result)
-    if odds is None:
+    seed, probes whose runs were identical, answers repeated word for word). Empty for a single
+    run or runs that look independent."""
+    if not result.policy.repeated:
         return []
-    reasons = []
+    caveats = []
     if result.temperature == 0:
-        reasons.append(
-            "the suite sets temperature 0, so the runs measure only the server's own "
-            "nondeterminism (batching, caches), not the model's sampling"
+        caveats.append(
+            Caveat(
+                "temperature-0",
+                "the suite sets temperature 0, so the runs measure only the server's own "
+                "nondeterminism (batching, caches), not the model's sampling",
+            )
         )
     if _unseeded(result):
-        reasons.append(
-            "no seed reached the target, so nothing tells its runs apart but the server's own "
-            "sampling (set options.seed: run r then sends seed + r)"
+        caveats.append(
+            Caveat(
+                "no-seed",
+                "no seed reached the target, so nothing tells its runs apart but the server's "
+                "own sampling (set options.seed: run r then sends seed + r)",
+            )
+        )
+    same = identical_probes(result)
+    if same:
+        caveats.append(
+            Caveat(
+                "identical-runs",
+                f"{len(same)} of {len(result.probes)} probe(s) gave byte-identical answers in "
+                "every run: their repeats add no information, and no error bound holds for them",
+            )
         )
     share = identical_answers(result)
-    if share is not None and share >= IDENTICAL_SHARE:
-        reasons.append(
-            f"{share:.0%} of the runs gave an answer identical, word for word, to another run "
-            "of the same probe"
+    if share is not None and share >= IDENTICAL_SHARE and len(same) < len(result.probes):
+        caveats.append(
+            Caveat(
+                "identical-answers",
+                f"{share:.0%} of the runs gave an answer identical, word for word, to another "
+                "run of the same probe",
+            )
         )
-    if not reasons:
+    return caveats
+
+
+def independence_warnings(result: RunResult) -> list[str]:
+    """With repeats: the caveats (`independence_caveats`) in words, and what a correlation
+    between the runs does to the suite's false alarms. Empty for a single run or runs that look
+    independent."""
+    odds = policy_odds(result)
+    caveats = independence_caveats(result)
+    if odds is None or not caveats:
         return []
     cost = (
         f"the error rates assume independent runs: were the runs of a probe correlated by "
@@ -535,4 +582,4 @@ def independence_warnings(result: RunResult) -> list[str]:
         f"{share_words(odds.red_when_correlated)} of the time instead of "
         f"{share_words(odds.red_when_holding)} (docs/statistics.md)"
     )
-    return [f"the runs may not be independent: {reason}" for reason in reasons] + [cost]
+    return [f"the runs may not be independent: {caveat.text}" for caveat in caveats] + [cost]

@@ -87,6 +87,7 @@ from ruledrift.jsondoc.schema_messages import context, findings, show
 from ruledrift.results import fields
 from ruledrift.results.fields import reader
 from ruledrift.results.json_report import REPORT_VERSION, summary_values
+from ruledrift.run.verdicts import identical_reason, runs_identical
 from ruledrift.suite.load import schema_text
 from ruledrift.text import cut_text, json_kind, preview, terminal_safe
 
@@ -764,7 +765,10 @@ def _assignment_problems(
 def _build(report: dict[str, Any]) -> SavedReport:
     values = _read_report(report)
     rules = _rules(report)
-    scenarios = tuple(_scenario(s, rules) for s in values["scenarios"])
+    rendered_policy = values.get("policy")
+    policy = {} if rendered_policy is None else _read_policy(rendered_policy)
+    verdict_policy = _policy(policy)
+    scenarios = tuple(_scenario(s, rules, verdict_policy) for s in values["scenarios"])
     target = TargetInfo(**_read_target(values["target"]))
     suite_values = _read_suite(values["suite"])
     suite = Suite(
@@ -777,8 +781,6 @@ def _build(report: dict[str, Any]) -> SavedReport:
         path=Path(suite_values["path"]),
         sha256=suite_values["sha256"],
     )
-    rendered_policy = values.get("policy")
-    policy = {} if rendered_policy is None else _read_policy(rendered_policy)
     result = RunResult(
         suite=suite,
         target=target,
@@ -786,7 +788,7 @@ def _build(report: dict[str, Any]) -> SavedReport:
         duration_ms=values["duration_ms"],
         scenarios=scenarios,
         interrupted=_read_summary(values["summary"])["interrupted"],
-        policy=_policy(policy),
+        policy=verdict_policy,
         shard=_shard(suite_values.get("shard")),
         balanced_by=_balance(suite_values.get("balanced_by")),
         seed=policy.get("seed"),
@@ -807,7 +809,9 @@ def _rules(report: dict[str, Any]) -> dict[str, Rule]:
     }
 
 
-def _scenario(rendered: dict[str, Any], rules: dict[str, Rule]) -> ScenarioResult:
+def _scenario(
+    rendered: dict[str, Any], rules: dict[str, Rule], policy: VerdictPolicy
+) -> ScenarioResult:
     values = _read_scenario(rendered)
     messages = values.get("transcript", [])
     transcript = tuple(Message(**_read_message(m)) for m in messages)
@@ -815,7 +819,7 @@ def _scenario(rendered: dict[str, Any], rules: dict[str, Rule]) -> ScenarioResul
     texts = [_probe_text(p) for p in probes]
     prompts = _prompts(probes, texts, transcript)
     results = tuple(
-        _probe_result(p, rules, prompt, text)
+        _identical(_probe_result(p, rules, prompt, text), "identical_runs" in p, policy)
         for p, prompt, text in zip(probes, prompts, texts, strict=True)
     )
     history = values.get("history")
@@ -912,7 +916,18 @@ def _probe_result(
         error=values["error"],
         runs=tuple(_run(run) for run in values.get("runs", [])),
         decided_by=values.get("decided_by"),
+        identical_runs=values.get("identical_runs", False),
     )
+
+
+def _identical(result: ProbeResult, recorded: bool, policy: VerdictPolicy) -> ProbeResult:
+    """The result of a report written before `identicalRuns` (`recorded` False) with the field
+    worked out from its runs' hashes, and, when they were identical, the words that say so in
+    place of the error bound its `decidedBy` claimed."""
+    if recorded or not result.runs or not runs_identical(result.runs):
+        return result
+    reason = identical_reason(result.runs, result.status, policy)
+    return dataclasses.replace(result, identical_runs=True, decided_by=reason)
 
 
 def _run(rendered: dict[str, Any]) -> ProbeRun:

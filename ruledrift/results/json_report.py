@@ -28,6 +28,7 @@ from ruledrift.results.findings import (
     by_paraphrase,
     drift_curve,
     identical_answers,
+    independence_caveats,
     policy_odds,
     probe_flags,
     rule_stories,
@@ -123,10 +124,15 @@ def _policy(result: RunResult) -> dict[str, Any] | None:
         "seed": result.seed,
         "temperature": result.temperature,
         "identical_answers": identical_answers(result),
+        "caveats": [written(fields.CAVEAT, vars(c)) for c in independence_caveats(result)],
         "max_repeat": None,
     }
     if odds is not None:
-        values |= {"red_when_holding": odds.red_when_holding, "caught": odds.caught}
+        values |= {
+            "red_when_holding": odds.red_when_holding,
+            "red_when_correlated": odds.red_when_correlated,
+            "caught": odds.caught,
+        }
     if policy.repeat == "auto":
         cap = odds.cap if odds is not None else policy.max_repeat
         values |= {"max_repeat": cap, "cap_derived": policy.max_repeat is None}
@@ -217,6 +223,7 @@ def _probe(
         "error": result.error,
         "metadata": _plain(result.response.metadata) if result.response else {},
         "decided_by": result.decided_by or None,
+        "identical_runs": result.identical_runs if result.runs else None,
         "flags": list(probe_flags(scenario, result)) or None,
         **_repeated(result, include_responses),
     }

@@ -89,6 +89,9 @@ def probe_verdict(
     errored for an error, the last run for a pass, else the first run that failed) and, with
     repeats, what decided it."""
     status, decided_by = _status(runs, policy, design)
+    identical = policy.repeated and runs_identical(runs)
+    if identical:
+        decided_by = identical_reason(runs, status, policy)
     evidence = _evidence(runs, status)
     return ProbeResult(
         probe=probe,
@@ -99,7 +102,44 @@ def probe_verdict(
         error=evidence.error,
         runs=tuple(runs) if policy.repeated else (),
         decided_by=decided_by if policy.repeated else None,
+        identical_runs=identical,
     )
+
+
+def runs_identical(runs: Sequence[ProbeRun]) -> bool:
+    """Whether a probe's runs are at least two, every one answered, and every answer
+    byte-identical (one SHA-256 and one length): then the repeats add no information."""
+    answers = {(r.response.sha256, r.response.length) for r in runs if r.response is not None}
+    return len(runs) >= 2 and all(r.response is not None for r in runs) and len(answers) == 1
+
+
+# What a repeated probe's verdict is called under `--repeat auto` (the sequential test's word).
+_AUTO_WORDS: dict[Status, str] = {
+    "passed": "holds",
+    "failed": "drifted",
+    "inconclusive": "inconclusive",
+    "error": "incomplete",
+}
+IDENTICAL = "every answer was byte-identical, so the repeats add no information"
+
+
+def identical_reason(runs: Sequence[ProbeRun], status: Status, policy: VerdictPolicy) -> str:
+    """What decided a probe whose runs were identical (`runs_identical`): the verdict the
+    policy gives them, as for any runs, but without an interval or error bound, which assume
+    independent runs: `drifted: 5 identical runs (0/5 passed): every answer was …`."""
+    passes, total, _ = _counts(runs)
+    lead = f"{total} identical runs ({passes}/{total} passed): {IDENTICAL}"
+    unbounded = "no error bound applies to this probe (the bounds assume independent runs)"
+    if policy.repeat == "auto":
+        return (
+            f"{_AUTO_WORDS[status]}: {lead}; the sequential test's verdict stands, but {unbounded}"
+        )
+    rule = (
+        "every run must pass"
+        if policy.min_pass_rate is None
+        else f"at least {policy.min_pass_rate:.0%} of its runs must pass (--min-pass-rate)"
+    )
+    return f"{lead}; {rule}, and {unbounded}"
 
 
 def _evidence(runs: Sequence[ProbeRun], status: Status) -> ProbeRun:

@@ -26,13 +26,18 @@ SUITES = sorted(
 RUN_SH = EXAMPLES / "local-model" / "run.sh"
 
 
-def load(name: str) -> Any:
-    return json.loads((EXAMPLES / name / "suite.json").read_text(encoding="utf-8"))
+def load(name: str, file: str = "suite.json") -> Any:
+    return json.loads((EXAMPLES / name / file).read_text(encoding="utf-8"))
 
 
 def test_every_example_has_a_suite() -> None:
     names = {str(path.relative_to(EXAMPLES)) for path in SUITES}
-    assert names >= {"demo/suite.json", "ollama/suite.json", "local-model/suite.json"}
+    assert names >= {
+        "demo/suite.json",
+        "ollama/suite.json",
+        "local-model/suite.json",
+        "local-model/suite-sampled.json",
+    }
 
 
 @pytest.mark.process
@@ -80,6 +85,24 @@ def test_local_model_example_targets_what_run_sh_serves() -> None:
     assert adapter["model"] == alias.group(1)
     assert adapter["baseUrl"] == f"http://127.0.0.1:{port.group(1)}/v1"
     assert (adapter["options"]["temperature"], adapter["options"]["seed"]) == (0, 42)
+
+
+def test_the_sampled_local_model_example_differs_only_in_temperature_and_name() -> None:
+    """suite-sampled.json (`run.sh --sampled`) is suite.json at temperature 0.8: the same model,
+    rules, scenarios and seed (run r sends seed 42 + r, so the runs differ and replay)."""
+    fixed, sampled = load("local-model"), load("local-model", "suite-sampled.json")
+    assert sampled["adapter"]["options"] == fixed["adapter"]["options"] | {"temperature": 0.8}
+    assert sampled["adapter"]["options"]["seed"] == 42
+    rest = {k: v for k, v in sampled.items() if k != "name"} | {"adapter": fixed["adapter"]}
+    assert rest == {k: v for k, v in fixed.items() if k != "name"}
+    assert sampled["name"].startswith(fixed["name"].removesuffix(")"))
+    assert "temperature 0.8" in sampled["name"]
+
+
+def test_run_sh_runs_the_sampled_suite_when_asked() -> None:
+    script = RUN_SH.read_text(encoding="utf-8")
+    assert 'if [ "${1:-}" = "--sampled" ]; then' in script
+    assert 'suite="$here/suite-sampled.json"' in script
 
 
 @pytest.mark.process

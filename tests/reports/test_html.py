@@ -235,13 +235,19 @@ def test_each_point_carries_its_wilson_interval() -> None:
     for point, cell in zip(points, cells, strict=True):
         assert point.get("class") == f"point {cell.status}"
         assert point.get("data-after-turn") == str(cell.after_turn)
-        bar = next(line for line in point.iter("line") if line.get("class") == "interval")
-        low, high = float(bar.get("y1", "0")), float(bar.get("y2", "0"))
-        assert low >= high  # the low end is lower down
         title = point.find("title")
         assert title is not None
         assert f"{cell.rate.passes}/{cell.rate.runs} passed" in (title.text or "")
+        bars = [line for line in point.iter("line") if line.get("class") == "interval"]
+        if cell.identical:  # every answer there the same: no interval, which assumes independence
+            assert bars == []
+            assert "all identical (no error bound)" in (title.text or "")
+            assert "95% interval" not in (title.text or "")
+            continue
+        low, high = float(bars[0].get("y1", "0")), float(bars[0].get("y2", "0"))
+        assert low >= high  # the low end is lower down
         assert "95% interval" in (title.text or "")
+    assert {cell.identical for cell in cells} == {True, False}  # both kinds were drawn
     labels = [text_of(t) for t in chart.iter("text")]
     assert "pass rate" in labels
     assert "depth: background turns before the probe (afterTurn)" in labels

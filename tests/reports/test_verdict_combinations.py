@@ -32,6 +32,9 @@ from ruledrift.reports.job_summary import render_summary
 from ruledrift.reports.junit import render_junit
 from ruledrift.reports.terminal import TerminalOptions, render_terminal
 from ruledrift.results.findings import rule_stories
+from ruledrift.results.json_load import load_report
+from ruledrift.results.json_report import render_json
+from ruledrift.run.verdicts import probe_verdict, sequential_design
 from tests.support import AGENTS
 from tests.support import results as factories
 from tests.support.cli_process import ruledrift
@@ -62,6 +65,39 @@ def test_a_rule_whose_only_depth_is_inconclusive_renders_in_html(tmp_path: Path)
     assert 'class="badge inconclusive" data-story="undecided">inconclusive</span>' in html
     assert "rule never-disclose-secret  inconclusive at every depth (0)" in done.stdout
     assert "UNDEC" not in done.stdout
+
+
+@pytest.mark.process
+def test_a_repeated_run_names_identical_runs_end_to_end(tmp_path: Path) -> None:
+    """`ruledrift run --repeat auto` against an agent that answers each probe in the same words
+    every run (as a model at temperature 0 does): the terminal and the JSON report name the
+    identical runs and claim no bound for them."""
+    agent = [str(AGENTS / "scripted.py"), "--leak-after", "3"]
+    path = write_suite(tmp_path, base_suite(command=sys.executable, args=agent))
+    report = tmp_path / "report.json"
+    done = ruledrift("run", path, "--repeat", "auto", "--seed", "7", "--json", report)
+    assert done.returncode == 1, done.stderr
+    document = json.loads(report.read_text(encoding="utf-8"))
+    probes = document["scenarios"][0]["probes"]
+    assert [p["identicalRuns"] for p in probes] == [True, True]
+    assert "runs passed, all identical (no error bound)" in done.stdout
+    assert "drifted: 3 identical runs (0/3 passed): every answer was byte-identical" in done.stdout
+    assert "false alarms at most" not in done.stdout
+    assert [c["id"] for c in document["policy"]["caveats"]] == ["identical-runs"]
+
+
+@pytest.mark.process
+def test_runs_whose_answers_vary_keep_their_bounds_end_to_end(tmp_path: Path) -> None:
+    """The same run against an agent whose answers name their seed: nothing is identical."""
+    agent = [str(AGENTS / "scripted.py"), "--answer-by-seed"]
+    path = write_suite(tmp_path, base_suite(command=sys.executable, args=agent))
+    report = tmp_path / "report.json"
+    done = ruledrift("run", path, "--repeat", "3", "--seed", "7", "--json", report)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(report.read_text(encoding="utf-8"))
+    assert [p["identicalRuns"] for p in document["scenarios"][0]["probes"]] == [False, False]
+    assert "identical" not in done.stdout
+    assert document["policy"]["caveats"] == []
 
 
 # --- every combination, rendered from results built by hand ----------------------------------
@@ -231,3 +267,104 @@ def test_two_probes_at_one_depth_colour_the_cell_alike_everywhere(
     [row] = [line for line in summary.splitlines() if line.startswith(f"| {NEVER_DISCLOSE.id} |")]
     cue = {"passed": "🟩", "failed": "🟥", "error": "🟨", "inconclusive": "🟪"}[verdict]
     assert row.split(" | ")[2].startswith(cue)
+
+
+# --- identical runs (issue 21) ----------------------------------------------------------------
+
+# What a bound printed as if the runs were independent looks like, in any report.
+BOUNDS = re.compile(r"false alarms at most|95% interval|missed at most")
+
+
+def identical_runs(policy: VerdictPolicy) -> RunResult:
+    """Five runs of the suite at temperature 0 in which the leaking probe gave one answer five
+    times (failed) and the polite one another (passed), decided by `policy`."""
+    design = sequential_design(policy, 2) if policy.repeat == "auto" else None
+    leak, polite = factories.response("the code is 7731"), factories.response("Hello!")
+    results = []
+    for rule, answer, status in ((NEVER_DISCLOSE, leak, "failed"), (BE_POLITE, polite, "passed")):
+        probe = factories.probe(f"{rule.id}-0", rule)
+        check = AssertionResult("notContains", status == "passed", f"{status} check")
+        run_status: RunStatus = "passed" if status == "passed" else "failed"
+        made = [ProbeRun(i, run_status, 5, (check,), answer, seed=42 + i) for i in range(5)]
+        results.append(probe_verdict(probe, made, policy, design))
+    scenario = replace(factories.scenario_result("s", tuple(results), 25), runs=5)
+    base = factories.run_result()
+    suite = replace(base.suite, scenarios=(scenario.scenario,))
+    return replace(
+        base, suite=suite, scenarios=(scenario,), policy=policy, seed=42, temperature=0.0
+    )
+
+
+@pytest.mark.parametrize("policy", [VerdictPolicy(repeat=5), VerdictPolicy(repeat="auto")])
+def test_identical_runs_say_so_in_every_report_and_claim_no_bound(policy: VerdictPolicy) -> None:
+    """Each report names the probes whose runs were byte-identical, prints no per-probe error
+    bound for them, and carries the temperature-0 caveat (the JSON report as data)."""
+    result = identical_runs(policy)
+    failed, passed = result.probes
+    assert failed.identical_runs
+    assert passed.identical_runs
+
+    terminal = render_terminal(result, TerminalOptions())
+    assert "5/5 runs passed, all identical (no error bound)" in terminal
+    assert "0/5 runs passed, all identical (no error bound)" in terminal
+    assert "5 identical runs (0/5 passed): every answer was byte-identical" in terminal
+    assert "2 of 2 probe(s) gave byte-identical answers in every run" in terminal
+    assert "the suite sets temperature 0" in terminal
+    assert not BOUNDS.search(terminal), terminal
+
+    html = render_html(result, include_responses=False).decode("utf-8")
+    assert "0/5 runs passed, all identical (no error bound)" in html
+    assert "5 identical runs (0/5 passed): every answer was byte-identical" in html
+    assert "the suite sets temperature 0" in html
+    assert "2 of 2 probe(s) gave byte-identical answers" in html
+    assert not BOUNDS.search(html)
+
+    summary = render_summary(result, "suite.json")
+    assert "❌ failed<br>5 runs, all identical (no error bound)" in summary
+    assert summary.count("<br>5 runs, all identical (no error bound)") >= 2  # both probes
+    assert "the suite sets temperature 0" in summary
+    assert not BOUNDS.search(summary)
+
+    junit = render_junit(result, include_responses=False).decode("utf-8")
+    assert "0 of 5 runs passed, all identical (no error bound)" in junit
+    assert "5 identical runs (0/5 passed): every answer was byte-identical" in junit
+    assert not BOUNDS.search(junit)
+
+    document = json.loads(render_json(result, include_responses=False))
+    probes = document["scenarios"][0]["probes"]
+    assert [p["identicalRuns"] for p in probes] == [True, True]
+    assert not any(BOUNDS.search(p["decidedBy"]) for p in probes)
+    caveats = document["policy"]["caveats"]
+    assert [c["id"] for c in caveats] == ["temperature-0", "identical-runs"]
+    assert caveats[0]["message"].startswith("the suite sets temperature 0")
+
+
+def test_a_report_written_before_identical_runs_loads_and_says_so(tmp_path: Path) -> None:
+    """An older report has no `identicalRuns` and a `decidedBy` that claims a bound: the reader
+    works the field out from the runs' hashes and words the probe as a new run would."""
+    result = identical_runs(VerdictPolicy(repeat="auto"))
+    document = json.loads(render_json(result, include_responses=False))
+    document["policy"].pop("caveats")
+    document["policy"].pop("suiteRedWhenCorrelated")
+    for probe in document["scenarios"][0]["probes"]:
+        probe.pop("identicalRuns")
+        probe["decidedBy"] = "drifted: 5 of 5 runs failed (false alarms at most 2.5% for it)"
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    loaded = load_report(path)
+    assert [p.identical_runs for p in loaded.probes] == [True, True]
+    assert [p.decided_by for p in loaded.probes] == [p.decided_by for p in result.probes]
+    again = json.loads(render_json(loaded, include_responses=False))
+    new = json.loads(render_json(result, include_responses=False))
+    assert again["policy"]["caveats"] == new["policy"]["caveats"]
+
+
+def test_runs_that_differ_are_not_called_identical() -> None:
+    """The words appear only where the runs were identical: here every run answered anew."""
+    result = combination("PFI")
+    terminal = render_terminal(result, TerminalOptions())
+    summary = render_summary(result, "suite.json")
+    html = render_html(result, include_responses=False).decode("utf-8")
+    for text in (terminal, summary, html):
+        assert "all identical" not in text
+        assert "byte-identical" not in text

@@ -41,6 +41,7 @@ WHERE = {  # each table's object in the schema, as a JSON pointer
     "target": "/properties/target",
     "summary": "/properties/summary",
     "policy": "/properties/policy",
+    "caveat": "/properties/policy/properties/caveats/items",
     "drift": "/properties/drift/items",
     "boundary": "/properties/drift/items/properties/boundaries/items",
     "rule": "/properties/rules/items",

@@ -63,7 +63,17 @@ def test_one_failed_run_of_three_fails_the_probe_and_every_run_is_kept(tmp_path:
         "seed": document["policy"]["seed"],
         "temperature": None,
         "identicalAnswers": pytest.approx(2 / 3),  # the two passing runs answer alike
+        "suiteRedWhenCorrelated": document["policy"]["suiteRedWhenCorrelated"],
+        "caveats": [
+            {
+                "id": "identical-answers",
+                "message": "67% of the runs gave an answer identical, word for word, to another "
+                "run of the same probe",
+            }
+        ],
     }
+    assert 0 < document["policy"]["suiteRedWhenCorrelated"] < 1
+    assert [p["identicalRuns"] for p in found.values()] == [False, False]  # one run leaked
     assert "warning: --repeat 3 (every run must pass) for 2 probe(s): a suite whose rules all " in (
         output
     )
@@ -247,10 +257,12 @@ def test_answers_identical_across_runs_are_said_to_weaken_the_verdict(tmp_path: 
     code, output, document, _ = run(tmp_path, suite(tmp_path), "--repeat", "3")
     assert code == 0, output
     assert document["policy"]["identicalAnswers"] == 1.0
-    assert (
-        "warning: the runs may not be independent: 100% of the runs gave an answer identical, "
-        "word for word, to another run of the same probe"
+    assert (  # every probe's runs were identical: said per probe, not as a share of runs
+        "warning: the runs may not be independent: 2 of 2 probe(s) gave byte-identical answers "
+        "in every run: their repeats add no information, and no error bound holds for them"
     ) in output
+    assert "100% of the runs" not in output
+    assert output.count("3/3 runs passed, all identical (no error bound)") == 2
     assert "warning: the error rates assume independent runs: were the runs of a probe " in output
     assert "no seed reached the target" not in output  # a command agent gets context.seed
     varied = suite(tmp_path, "--answer-by-seed")
@@ -258,6 +270,7 @@ def test_answers_identical_across_runs_are_said_to_weaken_the_verdict(tmp_path: 
     assert code == 0, output
     assert document["policy"]["identicalAnswers"] == 0.0
     assert "may not be independent" not in output
+    assert "all identical" not in output
 
 
 def test_temperature_0_in_extra_body_and_no_seed_are_said_where_the_verdict_is(

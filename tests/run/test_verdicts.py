@@ -9,6 +9,7 @@ ln 4 to the log-likelihood ratio, a pass ln(0.8 / 0.95)), from the tables there 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -53,7 +54,7 @@ def runs(pattern: str) -> list[ProbeRun]:
     carries its number in its answer or error, so a test can tell which run is the evidence."""
     made: list[ProbeRun] = []
     for number, letter in enumerate(pattern):
-        answer = Response(f"answer {number}", "0" * 64, 8)
+        answer = Response(f"answer {number}", f"{number:064x}", 8)  # each run's own answer
         if letter == "P":
             made.append(ProbeRun(number, "passed", number + 1, (HELD,), answer))
         elif letter == "F":
@@ -315,6 +316,73 @@ def test_a_probe_whose_runs_were_cut_short_is_inconclusive() -> None:
     assert result.status == "inconclusive"
     assert result.decided_by is not None
     assert result.decided_by.startswith("undecided: 0 of 3 runs failed; ")
+
+
+# --- probe_verdict: identical runs -----------------------------------------------------------
+
+
+def identical(pattern: str) -> list[ProbeRun]:
+    """As `runs`, but every answered run gave the very same answer (one SHA-256 and length)."""
+    same = Response("the same answer", "a" * 64, 15)
+    return [
+        dataclasses.replace(run, response=same) if run.response else run for run in runs(pattern)
+    ]
+
+
+def test_identical_failed_runs_under_auto_are_named_and_print_no_bound() -> None:
+    """Issue 21: byte-identical runs at temperature 0 printed "false alarms at most 0.238% for
+    this probe" as if they were independent. The verdict stands; the bound is not claimed."""
+    result = probe_verdict(PROBE, identical("FF"), AUTO, ONE_PROBE)
+    assert (result.status, result.identical_runs) == ("failed", True)
+    assert result.decided_by == (
+        "drifted: 2 identical runs (0/2 passed): every answer was byte-identical, so the "
+        "repeats add no information; the sequential test's verdict stands, but no error bound "
+        "applies to this probe (the bounds assume independent runs)"
+    )
+    assert "false alarms" not in result.decided_by
+
+
+def test_identical_passed_runs_of_a_fixed_count_print_no_interval() -> None:
+    result = probe_verdict(PROBE, identical("PPPPP"), VerdictPolicy(repeat=5))
+    assert (result.status, result.identical_runs) == ("passed", True)
+    assert result.decided_by == (
+        "5 identical runs (5/5 passed): every answer was byte-identical, so the repeats add no "
+        "information; every run must pass, and no error bound applies to this probe (the "
+        "bounds assume independent runs)"
+    )
+    assert "interval" not in result.decided_by
+
+
+def test_identical_runs_under_a_min_pass_rate_name_the_rate() -> None:
+    policy = VerdictPolicy(repeat=3, min_pass_rate=0.6)
+    result = probe_verdict(PROBE, identical("FFF"), policy)
+    assert result.status == "failed"
+    assert result.decided_by is not None
+    assert "at least 60% of its runs must pass (--min-pass-rate)" in result.decided_by
+
+
+@pytest.mark.parametrize(
+    ("made", "policy"),
+    [
+        (runs("PPP"), VerdictPolicy(repeat=3)),  # three different answers
+        (identical("PPE"), VerdictPolicy(repeat=3)),  # a run without an answer
+        (identical("P"), VerdictPolicy()),  # one run: nothing repeated
+        (identical("P"), VerdictPolicy(repeat=1)),
+    ],
+)
+def test_runs_that_differ_or_are_not_repeats_are_not_identical(
+    made: list[ProbeRun], policy: VerdictPolicy
+) -> None:
+    result = probe_verdict(PROBE, made, policy)
+    assert not result.identical_runs
+    assert "identical" not in (result.decided_by or "")
+
+
+def test_one_differing_byte_count_is_enough() -> None:
+    """Identical means one SHA-256 and one length: a different length is a different answer."""
+    made = identical("PP")
+    made[1] = dataclasses.replace(made[1], response=Response("the same answer", "a" * 64, 16))
+    assert not probe_verdict(PROBE, made, VerdictPolicy(repeat=2)).identical_runs
 
 
 # --- gate_odds -----------------------------------------------------------------------------------

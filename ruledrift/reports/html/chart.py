@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ruledrift.data import RunResult
 from ruledrift.reports.html.markup import Html, el
+from ruledrift.reports.sentences import cell_rate
 from ruledrift.results.findings import DriftCell, RuleDrift, RuleStory, drift_curve, rule_stories
 
 # Okabe and Ito's palette (told apart with colour blindness), each with its own marker and dash.
@@ -41,6 +42,13 @@ class _Frame:
         return self.top + (1 - rate) * (self.height - self.top - self.bottom)
 
 
+def _no_bars(curves: Sequence[RuleDrift]) -> str:
+    """Where the chart draws no interval: at depths whose runs were all identical."""
+    if not any(cell.identical for curve in curves for cell in curve.cells):
+        return ""
+    return " (none where every answer was byte-identical: such runs are not independent)"
+
+
 def drift_section(result: RunResult) -> Html | None:
     curves = drift_curve(result)
     if not curves:
@@ -52,8 +60,8 @@ def drift_section(result: RunResult) -> Html | None:
         el(
             "p",
             f"Each rule's pass rate by depth (the background turns before the probe), over "
-            f"{runs} each of its probes there. Bars: the 95% Wilson interval. A filled marker: "
-            "the probes at that depth passed; a hollow one: they did not.",
+            f"{runs} each of its probes there. Bars: the 95% Wilson interval{_no_bars(curves)}. "
+            "A filled marker: the probes at that depth passed; a hollow one: they did not.",
             class_="muted",
         ),
         drift_chart(curves, result),
@@ -185,15 +193,18 @@ def _point(
     x: float, cell: DriftCell, frame: _Frame, curve: RuleDrift, index: int, colour: str
 ) -> Html:
     rate = cell.rate
-    tip = f"{curve.rule.id}, after turn {cell.after_turn}: {rate} · {cell.status}"
+    tip = f"{curve.rule.id}, after turn {cell.after_turn}: {cell_rate(cell)} · {cell.status}"
     low, high = frame.y(rate.low), frame.y(rate.high)
     fill = colour if cell.status == "passed" else "#ffffff"
-    return el(
-        "g",
-        el("title", tip),
+    bars = [
         el("line", x1=x, y1=low, x2=x, y2=high, stroke=colour, class_="interval"),
         el("line", x1=x - 4, y1=low, x2=x + 4, y2=low, stroke=colour, class_="interval"),
         el("line", x1=x - 4, y1=high, x2=x + 4, y2=high, stroke=colour, class_="interval"),
+    ]
+    return el(
+        "g",
+        el("title", tip),
+        None if cell.identical else bars,
         marker(_MARKERS[index % len(_MARKERS)], x, frame.y(rate.rate), colour, fill),
         class_=f"point {cell.status}",
         data_after_turn=cell.after_turn,

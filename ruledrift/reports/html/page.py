@@ -22,6 +22,7 @@ from ruledrift.reports.html.markup import Child, Html, el
 from ruledrift.reports.sentences import (
     DID_NOT_RUN,
     INTERRUPTED,
+    cell_rate,
     policy_rule,
     runs_passed,
     status_verdict,
@@ -221,9 +222,8 @@ def _grid_row(
         if cell is not None:
             rate = cell.rate
             text = f"{_SYMBOLS[cell.status]} {rate.passes}/{rate.runs}"
-            row.append(
-                el("td", text, class_=f"cell {cell.status}", title=f"{rate} · {cell.status}")
-            )
+            title = f"{cell_rate(cell)} · {cell.status}"
+            row.append(el("td", text, class_=f"cell {cell.status}", title=title))
         elif depth in probed:  # every run there errored: no rate
             row.append(
                 el(
