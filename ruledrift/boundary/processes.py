@@ -318,12 +318,15 @@ def _marks(pid: int) -> list[str] | None:
 
     From the moment an exec closes the close-on-exec files (a `Popen` of the parent returns
     then) until the kernel has laid out the new program's stack, /proc/PID/environ reads
-    empty: such a process is not taken for an unmarked one (see `_in_exec`)."""
+    empty. An empty read is believed only when the kernel says the environment is empty (see
+    `_empty_for_good`); else the process is read once more, and if that read is empty too (a
+    process that execs again and again may be in its next exec by then), its marks are
+    unknown."""
     environ = _environ(pid)
-    if environ == b"":
-        if _in_exec(pid):
+    if environ == b"" and not _empty_for_good(pid):
+        environ = _environ(pid)  # the exec under way may have ended since
+        if environ == b"":
             return None
-        environ = _environ(pid)  # the exec may have ended between the two reads: now in place
     if not environ:
         return []
     prefix = MARKS_VARIABLE.encode() + b"="
@@ -349,17 +352,21 @@ def _environ(pid: int) -> bytes | None:
         os.close(fd)
 
 
-def _in_exec(pid: int) -> bool:
-    """Whether `pid`, whose environment just read empty, is in the middle of an exec: its new
-    memory has no end of code yet (/proc/PID/stat, field 27), which the kernel sets only once
-    the stack with the environment is in place (fs/binfmt_elf.c, after `create_elf_tables`).
-    Kernel threads, exiting processes and zombies have no memory either: they are not."""
+def _empty_for_good(pid: int) -> bool:
+    """Whether `pid`, whose environment just read empty, has no environment to wait for: a
+    kernel thread, an exiting process, a zombie, one that is gone, or a program whose
+    environment the kernel says is empty (its start and end, /proc/PID/stat fields 50 and 51,
+    are equal). Not one in the middle of an exec: its new memory has no end of code yet (field
+    27), which the kernel sets only once the stack with the environment is in place
+    (fs/binfmt_elf.c, after `create_elf_tables`)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        flags, end_code = int(fields[6]), int(fields[24])
-    except (OSError, ValueError, IndexError):
-        return False
-    return fields[0] not in ("Z", "X") and not flags & (_PF_EXITING | _PF_KTHREAD) and not end_code
+        flags, end_code, env_start, env_end = (int(fields[i]) for i in (6, 24, 47, 48))
+    except (OSError, ValueError, IndexError):  # gone, or a kernel before 3.5 (no such fields)
+        return True
+    if fields[0] in ("Z", "X") or flags & (_PF_EXITING | _PF_KTHREAD):
+        return True
+    return end_code != 0 and env_start == env_end
 
 
 def _kill(pid: int, wanted: Callable[[list[str]], bool]) -> bool:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -127,6 +128,18 @@ def test_a_process_in_the_middle_of_an_exec_is_never_taken_for_an_unmarked_one(
     pid = execing(options.env, children)
     seen = [processes._marks(pid) for _ in range(3000)]
     assert all(marks is None or options.mark in marks for marks in seen)
+
+
+def test_a_process_with_an_empty_environment_is_unmarked_not_unknown(
+    children: list[subprocess.Popen[bytes]],
+) -> None:
+    """`env -i`: nothing to wait for, once its execs are done."""
+    children.append(subprocess.Popen(["env", "-i", "sleep", "300"], start_new_session=True))
+    for _ in range(6000):  # a minute at most, in one of its two execs
+        if (marks := processes._marks(children[-1].pid)) is not None:
+            break
+        time.sleep(0.01)
+    assert marks == []
 
 
 def test_kill_marked_kills_the_marked_caught_in_the_middle_of_an_exec(
