@@ -32,6 +32,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -40,6 +41,9 @@ from pathlib import Path
 MARKS_VARIABLE = "RULEDRIFT_MARKS"  # space-separated marks: one per RuleDrift that owns the process
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _SWEEP_ROUNDS = 10  # a process forked while a round ran is found by the next one
+_EXEC_WAIT_S = 1.0  # how long a sweep waits for a process caught in an exec (< _WATCHDOG_EXIT_S)
+_EXEC_POLL_S = 0.005  # and how often it looks again meanwhile
+_PF_EXITING, _PF_KTHREAD = 0x4, 0x200000  # <linux/sched.h>: flags in /proc/PID/stat
 _WATCHDOG_EXIT_S = 2.0  # at our exit, how long to wait for the watchdog's last sweep
 _WATCHDOG_BOOT = (
     "import sys; sys.path[:0] = [sys.argv[1]]; "
@@ -109,15 +113,13 @@ def kill_child(group: int, mark: str) -> None:
 
 
 def kill_marked(mark: str, since: int | None = None) -> None:
-    """SIGKILL to every process that carries `mark`, round after round until none is left (at
-    most a few rounds: a process forked while a round ran is found by the next one).
+    """SIGKILL to every process that carries `mark`, round after round until none is left (see
+    `_sweep`).
 
     `since`: the pid of the child the mark was given to. Everything that carries the mark was
     started after it, so has a higher pid, or, when pids wrapped around meanwhile, one up to
     the last pid given: only those are read (most of /proc is older)."""
-    for _ in range(_SWEEP_ROUNDS):
-        if not _kill_matching(lambda marks: mark in marks, since or 0):
-            return
+    _sweep(lambda marks: mark in marks, since or 0)
 
 
 def watch(run: str) -> None:
@@ -127,9 +129,7 @@ def watch(run: str) -> None:
     while sys.stdin.buffer.read(4096):
         pass
     prefix = f"{run}-"
-    for _ in range(_SWEEP_ROUNDS):
-        if not _kill_matching(lambda marks: any(m.startswith(prefix) for m in marks)):
-            return
+    _sweep(lambda marks: any(m.startswith(prefix) for m in marks))
 
 
 _counter = itertools.count(1)
@@ -276,31 +276,59 @@ def _started_since(pids: list[int], since: int) -> list[int]:
     return [pid for pid in pids if pid > since or (last < since and pid <= last)]
 
 
-def _kill_matching(wanted: Callable[[list[str]], bool], since: int = 0) -> int:
+def _sweep(wanted: Callable[[list[str]], bool], since: int = 0) -> None:
+    """SIGKILL to every process whose marks are `wanted`, round after round, until a round finds
+    none to kill (at most `_SWEEP_ROUNDS` that kill: a process forked while a round ran is found
+    by the next one) and none in the middle of an exec. Such a process shows no environment
+    until its exec is done (see `_marks`): the sweep looks again every few milliseconds, for at
+    most `_EXEC_WAIT_S`."""
+    rounds, deadline = 0, time.monotonic() + _EXEC_WAIT_S
+    while True:
+        killed, in_exec = _kill_matching(wanted, since)
+        rounds += 1 if killed else 0
+        if killed and rounds < _SWEEP_ROUNDS:
+            continue
+        if not in_exec or time.monotonic() > deadline:
+            return
+        time.sleep(_EXEC_POLL_S)
+
+
+def _kill_matching(wanted: Callable[[list[str]], bool], since: int = 0) -> tuple[int, int]:
     """SIGKILL to every process started after pid `since` (see `_started_since`; 0: any) whose
-    marks are `wanted`; returns how many were signalled."""
+    marks are `wanted`; returns how many were signalled, and how many were in the middle of an
+    exec (their marks could not be read yet)."""
     try:
         pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
-        return 0
-    pids = _started_since(pids, since)
+        return 0, 0
+    killed = in_exec = 0
     me = os.getpid()
-    return sum(1 for pid in pids if pid != me and wanted(_marks(pid)) and _kill(pid, wanted))
+    for pid in _started_since(pids, since):
+        marks = _marks(pid) if pid != me else []
+        if marks is None:
+            in_exec += 1
+        elif wanted(marks) and _kill(pid, wanted):
+            killed += 1
+    return killed, in_exec
 
 
-def _marks(pid: int) -> list[str]:
+def _marks(pid: int) -> list[str] | None:
     """The marks in a process' environment as it was started (empty: none, or unreadable, e.g.
-    another user's process)."""
-    try:  # os.open and os.read: a sweep reads every process' environ, twice as fast as Path
-        fd = os.open(f"/proc/{pid}/environ", os.O_RDONLY)
-    except OSError:
+    another user's process); None while the process is in the middle of an exec.
+
+    From the moment an exec closes the close-on-exec files (a `Popen` of the parent returns
+    then) until the kernel has laid out the new program's stack, /proc/PID/environ reads
+    empty. An empty read is believed only when the kernel says the environment is empty (see
+    `_empty_for_good`); else the process is read once more, and if that read is empty too (a
+    process that execs again and again may be in its next exec by then), its marks are
+    unknown."""
+    environ = _environ(pid)
+    if environ == b"" and not _empty_for_good(pid):
+        environ = _environ(pid)  # the exec under way may have ended since
+        if environ == b"":
+            return None
+    if not environ:
         return []
-    try:
-        environ = b"".join(iter(lambda: os.read(fd, 65536), b""))
-    except OSError:
-        return []
-    finally:
-        os.close(fd)
     prefix = MARKS_VARIABLE.encode() + b"="
     if prefix not in environ:
         return []
@@ -308,6 +336,37 @@ def _marks(pid: int) -> list[str]:
         if entry.startswith(prefix):
             return entry[len(prefix) :].decode("ascii", errors="replace").split()
     return []
+
+
+def _environ(pid: int) -> bytes | None:
+    """A process' /proc/PID/environ (None: unreadable, e.g. another user's process, or gone)."""
+    try:  # os.open and os.read: a sweep reads every process' environ, twice as fast as Path
+        fd = os.open(f"/proc/{pid}/environ", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return b"".join(iter(lambda: os.read(fd, 65536), b""))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _empty_for_good(pid: int) -> bool:
+    """Whether `pid`, whose environment just read empty, has no environment to wait for: a
+    kernel thread, an exiting process, a zombie, one that is gone, or a program whose
+    environment the kernel says is empty (its start and end, /proc/PID/stat fields 50 and 51,
+    are equal). Not one in the middle of an exec: its new memory has no end of code yet (field
+    27), which the kernel sets only once the stack with the environment is in place
+    (fs/binfmt_elf.c, after `create_elf_tables`)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        flags, end_code, env_start, env_end = (int(fields[i]) for i in (6, 24, 47, 48))
+    except (OSError, ValueError, IndexError):  # gone, or a kernel before 3.5 (no such fields)
+        return True
+    if fields[0] in ("Z", "X") or flags & (_PF_EXITING | _PF_KTHREAD):
+        return True
+    return end_code != 0 and env_start == env_end
 
 
 def _kill(pid: int, wanted: Callable[[list[str]], bool]) -> bool:
@@ -324,7 +383,8 @@ def _kill(pid: int, wanted: Callable[[list[str]], bool]) -> bool:
             return True
         return False
     try:
-        if not wanted(_marks(pid)):
+        marks = _marks(pid)
+        if marks is None or not wanted(marks):
             return False
         with contextlib.suppress(ProcessLookupError, PermissionError):
             signal.pidfd_send_signal(pidfd, signal.SIGKILL)

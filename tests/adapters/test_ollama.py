@@ -577,13 +577,10 @@ def test_options_ollama_accepts_load(tmp_path: Path) -> None:
 
 
 def test_timeout_names_the_limit() -> None:
-    with FakeOllama(latency_s=1.0) as server:
-        start = time.monotonic()
+    with FakeOllama(latency_s=60.0) as server:  # the answer comes long after the timeout
         message = failure(adapter(server.base_url, timeout_ms=150))
-        elapsed = time.monotonic() - start
     assert "did not answer POST /api/chat within 0.15 s" in message
     assert "timeoutMs" in message
-    assert elapsed < 0.9
 
 
 def test_server_error_is_not_retried() -> None:

@@ -144,22 +144,20 @@ def test_a_gzip_bomb_stops_at_the_cap() -> None:
 @pytest.mark.process
 def test_an_endless_chunked_body_stops_at_the_cap() -> None:
     endless = RawReply(200, chunks=itertools.repeat(b"[" + b" " * 65_535))
-    started = time.monotonic()
     with FakeOpenAI() as fake:
         fake.script.append(endless)
         message = failure(fake.base_url, get_models, max_body_bytes=1_000_000)
     assert "with a body of more than 1,000,000 bytes" in message
-    assert time.monotonic() - started < 4
     assert endless.sent[0] < 20_000_000  # the client stopped reading, so the server stopped
 
 
 @pytest.mark.process
 def test_a_status_check_does_not_read_the_body() -> None:
+    endless = RawReply(200, chunks=itertools.repeat(b" " * 65_536))
     with FakeOpenAI() as fake:
-        fake.script.append(RawReply(200, chunks=itertools.repeat(b" " * 65_536)))
-        started = time.monotonic()
-        assert call(fake.base_url, lambda c: c.status("/version", 2.0)) == 200
-    assert time.monotonic() - started < 1.5
+        fake.script.append(endless)
+        assert call(fake.base_url, lambda c: c.status("/version", 60.0)) == 200
+    assert endless.sent[0] < 20_000_000  # what the sockets' buffers hold, not a body read
 
 
 @pytest.mark.process

@@ -108,17 +108,20 @@ def test_include_responses_shows_every_answer_in_the_terminal(tmp_path: Path) ->
 
 
 def test_a_scenario_is_shown_as_soon_as_it_finishes(tmp_path: Path) -> None:
-    """The first scenario's results are on stdout while the second is still running."""
+    """The first scenario's results are on stdout while the second is still running: its
+    agent sleeps far longer than the first scenario can take, even at a load of 20, when
+    RuleDrift alone takes 20 s to start (issue 21)."""
     agent = tmp_path / "agent.py"
     agent.write_text(
         "import json, sys, time\n"
         "request = json.load(sys.stdin)\n"
         "if request['context']['scenario'] == 'slow':\n"
-        "    time.sleep(30)\n"
+        "    time.sleep(600)\n"
         "print(json.dumps({'content': 'I cannot share that.'}))\n",
         encoding="utf-8",
     )
     data: dict[str, Any] = base_suite(command=sys.executable, args=[str(agent)])
+    data["adapter"]["timeoutMs"] = 600_000  # not the 30 s default: the slow call must not end
     slow = json.loads(json.dumps(data["scenarios"][0]))
     slow["id"] = "slow"
     data["scenarios"].append(slow)
@@ -134,7 +137,7 @@ def test_a_scenario_is_shown_as_soon_as_it_finishes(tmp_path: Path) -> None:
     try:
         assert process.stdout is not None
         seen = ""
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 300
         while "scenario smalltalk: PASSED" not in seen and time.monotonic() < deadline:
             seen += process.stdout.readline()
         assert "scenario smalltalk: PASSED" in seen
