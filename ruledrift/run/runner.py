@@ -147,7 +147,7 @@ class _ScenarioRun:
     duration_ms: int = 0
     settled: dict[str, ProbeRun] | None = None  # probe_runs() of a run played to its end
     done: bool = False
-    secrets: tuple[str, ...] | None = None  # env_secrets(suite), once asked
+    secrets: tuple[str, ...] | None = None  # env_secrets(suite): run_suite's, else once asked
     judges: Judges | None = None  # who asks `judge` assertions' models
     judge_calls: int = 0
 
@@ -432,6 +432,7 @@ async def run_suite(
         seed = secrets.randbelow(SEED_RANGE)
     temperature = configured_sampling(suite.adapter).get("temperature")
     judges = Judges(suite.name, CallBudget(max_calls).take)
+    hidden = env_secrets(suite)  # once a run: a scan of the whole suite
 
     def new_run(book: _ScenarioRuns, asked: frozenset[str] | None) -> _ScenarioRun:
         run = _ScenarioRun(
@@ -445,6 +446,7 @@ async def run_suite(
             budget=budget,
             seed=seed,
             draw=policy.repeated,
+            secrets=hidden,
             judges=judges,
         )
         book.runs.append(run)
