@@ -206,7 +206,7 @@ def test_a_hanging_agent_and_its_children_are_killed_at_the_timeout(tmp_path: Pa
     pid_file = tmp_path / "pids"
     started = time.monotonic()
     message = failure(command("sh", "-c", HANG, str(pid_file), timeout_ms=300))
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 120  # not the children's 600 s, however busy the machine
     assert message.startswith("the agent did not answer within 300 ms (timeoutMs)")
     assert "thinking very hard" in message
     pids = read_pids(pid_file)
@@ -305,14 +305,14 @@ def test_output_that_is_not_a_response_fails(output: bytes, expected: str) -> No
 def test_output_over_the_cap_kills_the_agent() -> None:
     started = time.monotonic()
     message = failure(agent("flood-stdout", max_output_bytes=100_000))
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 120  # a flood that was not stopped never ends
     assert message == "the agent wrote more than 100,000 bytes to stdout (the limit) and was killed"
 
 
 def test_output_over_the_real_cap_kills_the_agent() -> None:
     started = time.monotonic()
     message = failure(agent("flood-stdout"))
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 120  # a flood that was not stopped never ends
     assert f"more than {MAX_OUTPUT_BYTES:,} bytes" in message
 
 
@@ -516,8 +516,8 @@ def test_cancelling_a_call_kills_its_processes(tmp_path: Path) -> None:
 
 def test_cancelling_a_call_while_it_starts_does_not_wait_for_its_children() -> None:
     # asyncio, cancelled while spawning, kills the agent alone and waits for the pipes to close:
-    # here for the 10 s of the grandchild. Cancel at each step of the start.
-    adapter = command("sh", "-c", "sleep 10 & exec sleep 10")
+    # here for the 300 s of the grandchild. Cancel at each step of the start.
+    adapter = command("sh", "-c", "sleep 300 & exec sleep 300")
 
     async def cancel_after(steps: int) -> float:
         call = asyncio.create_task(adapter.complete(MESSAGES, TURN))
@@ -530,7 +530,8 @@ def test_cancelling_a_call_while_it_starts_does_not_wait_for_its_children() -> N
         return time.monotonic() - started
 
     for steps in range(8):
-        assert run(cancel_after(steps)) < 5, f"cancelled after {steps} steps"
+        # not the grandchild's 300 s, however busy the machine
+        assert run(cancel_after(steps)) < 60, f"cancelled after {steps} steps"
 
 
 def test_aclose_kills_calls_in_flight(tmp_path: Path) -> None:
