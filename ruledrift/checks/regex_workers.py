@@ -211,19 +211,19 @@ class RegexEvaluator:
         """`language.check_language` on the answer `text`. Raises LanguageTimeout past the
         limit, ValueError for an unsupported code or a confidence out of range, WorkerFailed
         when no worker could make the check."""
-        what: list[object] = ["language", len(text), expected, min_confidence]
-        try:
-            passed, message = await self._evaluate(
-                _request(what, text[:IDENTIFIED_CHARS]), languages=True
-            )
-        except _TimedOut:
-            raise LanguageTimeout(self.timeout_s) from None
-        return bool(passed), str(message)
+        return await self._identify("language", text, expected, min_confidence)
 
     async def fluent(self, text: str, expected: str, min_share: float) -> tuple[bool, str]:
         """`fluent.check_fluent` on the answer `text`. Raises LanguageTimeout past the limit,
         ValueError for an unsupported code, WorkerFailed when no worker could make the check."""
-        what: list[object] = ["fluent", len(text), expected, min_share]
+        return await self._identify("fluent", text, expected, min_share)
+
+    async def _identify(
+        self, kind: str, text: str, expected: str, bound: float
+    ) -> tuple[bool, str]:
+        """A check by the language identifier (`language`, `fluent`) on the answer's first
+        IDENTIFIED_CHARS characters."""
+        what: list[object] = [kind, len(text), expected, bound]
         try:
             passed, message = await self._evaluate(
                 _request(what, text[:IDENTIFIED_CHARS]), languages=True
