@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -681,6 +682,23 @@ def test_unready_mode_listens_but_answers_503(stand_ins: list[StandIn], tmp_path
     stand_in = start(stand_ins, tmp_path, FAKE_OLLAMA_MODE="unready")
     stand_in.wait_for("Listening on")
     assert httpx.get(f"{stand_in.url}/api/version").status_code == 503
+
+
+def test_a_client_that_hangs_up_leaves_no_traceback_in_the_log(
+    stand_ins: list[StandIn], tmp_path: Path
+) -> None:
+    """Ollama does not log a client's reset; a traceback here pushed the server's own lines out
+    of the 20-line tail that a readiness error quotes (a CI failure of 2026-12-02)."""
+    stand_in = start(stand_ins, tmp_path, FAKE_OLLAMA_MODE="unready")
+    stand_in.wait_for("Listening on")
+    with socket.create_connection(("127.0.0.1", stand_in.port), timeout=10) as connection:
+        connection.sendall(b"GET /api/version HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert connection.recv(4096).startswith(b"HTTP/1.1 503")
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    time.sleep(0.2)  # the server's keep-alive read sees the reset
+    assert httpx.get(f"{stand_in.url}/api/tags").status_code == 503
+    stand_in.wait_for('GET "/api/tags"')
+    assert not [line for line in stand_in.log if "Traceback" in line or "Exception" in line]
 
 
 def test_hang_mode_never_listens(stand_ins: list[StandIn], tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ import hashlib
 import json
 import re
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -675,6 +676,11 @@ class _Server(ThreadingHTTPServer):
         with self._connections_lock:
             self._connections.discard(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up is not the server's error: Ollama logs nothing for it."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
     def close_connections(self) -> None:
         """Ends idle keep-alive connections too: a stopped server answers nobody."""
