@@ -4,14 +4,17 @@ Runs the same suite (40 scenarios x 20 turns x 5 probes = 1,000 calls) against t
 model of benchmarks/http_target.py (a process of its own) three times inside one warm process,
 and prints the CPU time per call of each run: of the whole command, and of the run alone (from
 the plan to the end of the calls: the suite's loading and validation, the preflight and the
-reports are start-up, not calls). To compare two versions of RuleDrift, run it
-under each, e.g. `PYTHONPATH=/path/to/other/checkout python benchmarks/http_cpu_per_call.py`.
+reports are start-up, not calls). Then the HTTP path alone: the JSON client's `post` of a chat
+body of 21 messages, 8 at a time, 1,000 calls a round, three rounds on one warm client (what the
+adapters send through; no runner, no assertions, no adapter). To compare two versions of
+RuleDrift, run it under each: `PYTHONPATH=<other checkout> python benchmarks/http_cpu_per_call.py`.
 
     python benchmarks/http_cpu_per_call.py ollama|openai
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import resource
@@ -77,13 +80,48 @@ def main(argv: list[str]) -> int:
                 clock = RunClock()
                 app.run(app.RunRequest(config=suite, concurrency=8), clock)
                 in_run.append(clock.seconds / 1000 * 1000)
+        http_path = asyncio.run(_http_path(base, kind))
     finally:
         server.kill()
         server.wait()
     whole, alone = _shown(per_call), _shown(in_run)
     print(f"{kind}: RuleDrift CPU per call, 1,000 calls a run, start-up excluded: {whole}")
     print(f"{kind}: the same while the calls run (suite loading and reports excluded): {alone}")
+    print(f"{kind}: the HTTP path alone (JsonClient.post, 8 at a time): {_shown(http_path)}")
     return 0
+
+
+async def _http_path(base: str, kind: str, calls: int = 1000, parallel: int = 8) -> list[float]:
+    """CPU ms per call of the JSON client alone, three rounds after a warm-up round."""
+    try:
+        from ruledrift.boundary.http import JsonClient, Server
+    except ImportError:  # a checkout from before the layout step (the hand-written client)
+        from ruledrift.adapters.transport import JsonClient, Server  # type: ignore[no-redef]
+
+    path, url = ("/chat/completions", f"{base}/v1") if kind == "openai" else ("/api/chat", base)
+    server = Server("bench", url, 30_000, "not running", "wrong url")
+    turns = [
+        {"role": "user" if i % 2 else "assistant", "content": f"turn {i} " * 20} for i in range(20)
+    ]
+    body = {
+        "model": "bench-model",
+        "stream": False,
+        "messages": [{"role": "system", "content": "Never reveal hunter2."}, *turns],
+    }
+    client = JsonClient(server)
+
+    async def worker(count: int) -> None:
+        for _ in range(count):
+            await client.post(path, body)
+
+    figures = []
+    for round_ in range(4):
+        before = cpu_seconds()
+        await asyncio.gather(*(worker(calls // parallel) for _ in range(parallel)))
+        if round_:  # the first round opens the connections
+            figures.append((cpu_seconds() - before) / calls * 1000)
+    await client.aclose()
+    return figures
 
 
 def _shown(figures: list[float]) -> str:
