@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Iterator
 
 import pytest
 
@@ -27,11 +28,15 @@ async def noisy() -> Noisy:
 
 
 @pytest.fixture(autouse=True)
-def default_sigint() -> None:
-    # asyncio.run installs its own SIGINT handler (and formats the old one on the way out)
-    # only while the default one is in place, as it is in a command-line run
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+def default_sigint() -> Iterator[None]:
+    """asyncio.run installs its own SIGINT handler (and formats the old one on the way out)
+    only while the default one is in place, as it is in a command-line run. The tests may run
+    where SIGINT is ignored (started in the background by a shell, or under nohup), so they
+    put the default in place themselves, and the handler they found back after."""
+    found = signal.signal(signal.SIGINT, signal.default_int_handler)
     Noisy.reprs = 0
+    yield
+    signal.signal(signal.SIGINT, found)
 
 
 def test_run_loop_returns_the_result_without_formatting_it() -> None:
