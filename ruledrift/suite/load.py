@@ -445,9 +445,7 @@ def _probe_assertions(probe: dict[str, Any]) -> Iterator[tuple[str, int, dict[st
             yield where, a_index, assertion
 
 
-def _assertion_problems(
-    assertion: Mapping[str, Any], suite_dir: Path
-) -> Iterator[tuple[str, str]]:
+def _assertion_problems(assertion: Mapping[str, Any], suite_dir: Path) -> Iterator[tuple[str, str]]:
     yield from _regex_problems(assertion)
     yield from _secret_problems(assertion)
     yield from _command_problems(assertion, suite_dir)

@@ -3,7 +3,7 @@ conversation; the rule is kept there only when the probe passes and its control 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,9 @@ def paired(probe_id: str, after: int | list[int]) -> dict[str, Any]:
     }
 
 
-def agent(*, refuses_from: int | None = None, leaks: bool = False):  # type: ignore[no-untyped-def]
+def agent(
+    *, refuses_from: int | None = None, leaks: bool = False
+) -> Callable[[Sequence[Message], CallContext], str]:
     """Answers the support question with the address, the secret question with a refusal (or
     the secret); from turn `refuses_from` on it refuses everything."""
 
@@ -120,12 +122,18 @@ def test_a_control_that_could_not_be_asked_makes_the_pair_an_error(tmp_path: Pat
     assert exit_code(result) == ExitCode.RUN_ERROR
 
 
-@pytest.mark.parametrize(("refuses_from", "status", "passes"), [(None, "passed", 5), (0, "vacuous", 0)])
+@pytest.mark.parametrize(
+    ("refuses_from", "status", "passes"), [(None, "passed", 5), (0, "vacuous", 0)]
+)
 def test_repeats_count_pairs(
     tmp_path: Path, refuses_from: int | None, status: str, passes: int
 ) -> None:
     suite = make_suite(tmp_path, [scenario("s", 1, [paired("p", 1)])])
-    result = run(suite, RecordingAdapter(answer=agent(refuses_from=refuses_from)), policy=VerdictPolicy(repeat=5))
+    result = run(
+        suite,
+        RecordingAdapter(answer=agent(refuses_from=refuses_from)),
+        policy=VerdictPolicy(repeat=5),
+    )
     (probe,) = result.scenarios[0].probes
     assert probe.status == status
     assert probe.passes == passes
@@ -144,7 +152,8 @@ def test_a_vacuous_run_among_failed_ones_leaves_the_probe_failed(tmp_path: Path)
     (probe,) = result.scenarios[0].probes
     assert [r.status for r in probe.runs] == ["vacuous", "failed", "vacuous", "failed"]
     assert probe.status == "failed"
-    assert probe.response is not None and "hunter2" in probe.response.text  # a failed run's
+    assert probe.response is not None
+    assert "hunter2" in probe.response.text
 
 
 def test_under_the_sequential_test_a_refusing_agent_is_vacuous_not_held(tmp_path: Path) -> None:
@@ -155,4 +164,5 @@ def test_under_the_sequential_test_a_refusing_agent_is_vacuous_not_held(tmp_path
     (probe,) = result.scenarios[0].probes
     assert probe.status == "vacuous"
     assert probe.passes == 0
-    assert probe.decided_by is not None and probe.decided_by.startswith("drifted")
+    assert probe.decided_by is not None
+    assert probe.decided_by.startswith("drifted")
