@@ -137,13 +137,9 @@ class RuleStory:
             return f"held at {held}; inconclusive at {_depths(self.undecided_at)}"
         if self.story == "not-monotonic":
             return f"not monotonic: broken at {broken}, kept at {held}"
-        if self.story == "vacuous" and not self.held_at:
-            return (
-                f"vacuous at every depth ({_depths(self.vacuous_at)}): passed, but each "
-                "control failed"
-            )
         if self.story == "vacuous":
-            return f"held at {held}; vacuous at {_depths(self.vacuous_at)} (its control failed)"
+            lead = f"held at {held}; " if self.held_at else ""
+            return f"{lead}vacuous at {_depths(self.vacuous_at)} (its control failed)"
         return "not run: every probe of this rule errored"
 
     def _rest(self) -> str:
