@@ -247,10 +247,10 @@ class _ScenarioRun:
     async def _probe(self, probe: Probe) -> ProbeResult:
         start = time.monotonic()
         asked = await self._ask(probe, probe.wording(self.paraphrase(probe)), probe.assertions)
-        if isinstance(asked, str) or asked.status == "error":
-            error = asked if isinstance(asked, str) else asked.error
-            response = None if isinstance(asked, str) else asked.response
-            return ProbeResult(probe, "error", _ms_since(start), response=response, error=error)
+        if asked.status == "error":
+            return ProbeResult(
+                probe, "error", _ms_since(start), response=asked.response, error=asked.error
+            )
         control = None
         status: Status = asked.status
         if status == "passed" and probe.control is not None:
@@ -272,8 +272,6 @@ class _ScenarioRun:
         assert probe.control is not None
         start = time.monotonic()
         asked = await self._ask(probe, probe.control.prompt, probe.control.assertions, True)
-        if isinstance(asked, str):
-            return ControlRun("error", _ms_since(start), error=asked)
         return dataclasses.replace(asked, duration_ms=_ms_since(start))
 
     async def _ask(
@@ -282,9 +280,10 @@ class _ScenarioRun:
         prompt: str,
         assertions: tuple[Assertion, ...],
         control: bool = False,
-    ) -> ControlRun | str:
-        """Ask `prompt` on a copy of the conversation and check the answer: the outcome, or the
-        error of a call that could not be made."""
+    ) -> ControlRun:
+        """Ask `prompt` on a copy of the conversation and check the answer. The outcome has a
+        control's shape (status, checks, answer, error) for the probe's own prompt too; a call
+        that could not be made is an error without an answer."""
         start = time.monotonic()
         messages = (*self.transcript, Message("user", prompt))
         context = CallContext(
@@ -301,7 +300,7 @@ class _ScenarioRun:
         try:
             completion = await self._call(messages, context)
         except AdapterError as error:
-            return error_text(error)
+            return ControlRun("error", _ms_since(start), error=error_text(error))
         response = make_response(self._scrubbed(completion.content), completion.metadata)
         asked = AnswerContext(
             suite=self.suite.name,
