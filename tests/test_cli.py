@@ -201,6 +201,10 @@ def test_validate_prints_counts(tmp_path: Path) -> None:
     assert done.stdout == (
         f"{suite}: valid: 2 rule(s), 1 scenario(s), 2 probe(s); a run makes 5 model call(s) "
         "(3 background turn(s) + 2 probe(s))\n"
+        'warning: rule "never-disclose-secret" (critical) is checked in scenario "smalltalk" '
+        'only by "never" assertions, and its deepest probe there ("late", after turn 3) has no '
+        'control: an agent that refuses everything passes it. Give that probe a "control" (a '
+        "question it must answer helpfully).\n"
     )
 
 

@@ -25,6 +25,7 @@ OUTPUTS = (
     "failed",
     "errors",
     "inconclusive",
+    "vacuous",
     "json",
     "junit",
     "html",
@@ -36,6 +37,7 @@ _COUNTS: dict[str, Status | None] = {
     "failed": "failed",
     "errors": "error",
     "inconclusive": "inconclusive",
+    "vacuous": "vacuous",
 }
 
 

@@ -43,6 +43,7 @@ class CallContext:
     # HTTP 503): every send is a model call. It raises AdapterError when --max-calls is used up.
     on_resend: Callable[[], None] = field(default=lambda: None, compare=False, repr=False)
     seed: int | None = None  # this run's seed (the run's seed + run), for agents that sample
+    control: bool = False  # kind "probe": the probe's control prompt, not the probe's own
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,8 @@ def _request(messages: Sequence[Message], context: CallContext) -> bytes:
     else:
         where["probe"] = context.probe
         where["afterTurn"] = context.after_turn
+        if context.control:
+            where["control"] = True
     request = {
         "protocol": PROTOCOL,
         "messages": [{"role": m.role, "content": m.content} for m in messages],

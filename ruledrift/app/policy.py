@@ -4,7 +4,7 @@ the exit code of a finished run, the most runs a scenario can take, and what a s
 from __future__ import annotations
 
 from ruledrift.app.options import OPTIONS, Option, OptionError
-from ruledrift.data import RunResult, VerdictPolicy
+from ruledrift.data import RunResult, Status, VerdictPolicy, combined_status
 from ruledrift.errors import ExitCode
 from ruledrift.results.findings import gate_words
 from ruledrift.run.verdicts import gate_odds, sequential_design
@@ -13,18 +13,22 @@ from ruledrift.run.verdicts import gate_odds, sequential_design
 def exit_code(result: RunResult, *, reports_failed: bool = False) -> ExitCode:
     """The one map from a finished run to an exit code: interrupted 130, then error 3 (the
     verdict is incomplete), failed 1 (also inconclusive, unless the policy lets inconclusive
-    probes pass), then 5 when every probe passed but a report could not be written (a CI step
-    must not pass without the report it asked for), passed 0."""
+    probes pass, and vacuous, unless the suite's `vacuousPasses` is "warn"), then 5 when every
+    probe passed but a report could not be written (a CI step must not pass without the report
+    it asked for), passed 0."""
     if result.interrupted:
         return ExitCode.INTERRUPTED
-    status = result.status
-    if status == "inconclusive" and result.policy.inconclusive_passes:
-        status = "passed"
+    let_pass: set[Status] = set()
+    if result.policy.inconclusive_passes:
+        let_pass.add("inconclusive")
+    if result.suite.vacuous_passes == "warn":
+        let_pass.add("vacuous")
+    status = combined_status(
+        ["passed" if p.status in let_pass else p.status for p in result.probes]
+    )
     if status == "passed":
         return ExitCode.REPORT_ERROR if reports_failed else ExitCode.PASSED
-    return {"failed": ExitCode.FAILED, "inconclusive": ExitCode.FAILED}.get(
-        status, ExitCode.RUN_ERROR
-    )
+    return ExitCode.RUN_ERROR if status == "error" else ExitCode.FAILED
 
 
 def check_policy(policy: VerdictPolicy) -> None:

@@ -259,7 +259,7 @@ async def _run_adapter(
     seed: int | None = None,
 ) -> RunResult:
     regex = RegexEvaluator()
-    kinds = {type(a) for s in scenarios for p in s.probes for a in p.assertions}
+    kinds = {type(a) for s in scenarios for p in s.probes for a in p.all_assertions}
     if kinds & {MatchesAssertion, LanguageAssertion, NotLeaksAssertion, FluentAssertion}:
         # ready by the first probe: they start while the preflight runs
         languages = bool(kinds & {LanguageAssertion, FluentAssertion})

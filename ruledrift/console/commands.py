@@ -39,6 +39,7 @@ from ruledrift.reports.job_summary import Origin
 from ruledrift.reports.terminal import TerminalOptions, render_ending, render_scenario
 from ruledrift.results.findings import gate_words
 from ruledrift.run.verdicts import gate_odds
+from ruledrift.suite.coverage import coverage_warnings
 from ruledrift.text import terminal_lines, terminal_safe
 
 
@@ -271,13 +272,16 @@ def show_validation(
     turns = sum(s.turns_needed - min(s.replayed, s.turns_needed) for s in suite.scenarios)
     replayed = sum(min(s.replayed, s.turns_needed) for s in suite.scenarios)
     shown = terminal_safe(str(config))
+    controls = sum(1 for s in suite.scenarios for p in s.probes if p.control is not None)
+    asked = f" + {controls} control(s), asked after a pass" if controls else ""
+    most = "at most " if controls else ""
     print(
         f"{shown}: valid: {len(suite.rules)} rule(s), {len(suite.scenarios)} scenario(s), "
-        f"{suite.probe_count} probe(s); a run makes {suite.model_calls} model call(s) "
-        f"({turns} background turn(s) + {suite.probe_count} probe(s))"
+        f"{suite.probe_count} probe(s); a run makes {most}{suite.model_calls} model call(s) "
+        f"({turns} background turn(s) + {suite.probe_count} probe(s){asked})"
         + (f"; {replayed} recorded turn(s) replayed without a call" if replayed else "")
     )
-    for warning in missing_scripts(suite):
+    for warning in [*missing_scripts(suite), *coverage_warnings(suite)]:
         print(f"warning: {terminal_safe(warning)}")
     policy = policy or VerdictPolicy()
     if not policy.repeated:

@@ -29,6 +29,8 @@ def plan_header(plan: app.RunPlan) -> str:
     model = f", model {terminal_safe(adapter.model)}" if adapter.model else ""
     expected = plan.expected
     calls = f"{plan.model_calls} model call(s)"
+    if _has_controls(plan):
+        calls = f"at most {calls} (a control is asked only after its probe passed)"
     if expected is not None:
         calls = f"about {expected.calls} model call(s), at most {plan.model_calls}"
     lines = [
@@ -45,6 +47,10 @@ def plan_header(plan: app.RunPlan) -> str:
             f"{expected.never_failing} if no answer fails"
         )
     return "\n".join(lines)
+
+
+def _has_controls(plan: app.RunPlan) -> bool:
+    return any(probe.control is not None for s in plan.scenarios for probe in s.probes)
 
 
 def _percent(rate: float) -> str:
@@ -66,9 +72,10 @@ class Counts:
         under `--repeat auto` the totals as maxima (`/≤`)."""
         plan = self.plan
         upto = "/" if plan.expected is None else "/≤"
+        calls_upto = "/≤" if _has_controls(plan) else upto  # a control only after a pass
         probes = "probes" if plan.runs == 1 and plan.expected is None else "probe runs"
         return (
-            f"{self.calls}{upto}{plan.model_calls} model calls · "
+            f"{self.calls}{calls_upto}{plan.model_calls} model calls · "
             f"{self.probe_runs}{upto}{plan.runs * plan.probes} {probes} · "
             f"{self.not_passed} not passed"
         )

@@ -10,6 +10,8 @@ from ruledrift.data.policy import VerdictPolicy, policy_argv
 from ruledrift.data.results import (
     AssertionResult,
     Balance,
+    ControlRun,
+    ControlStatus,
     JudgeRecord,
     ProbeResult,
     ProbeRun,
@@ -22,6 +24,7 @@ from ruledrift.data.results import (
     Status,
     TargetInfo,
     combined_status,
+    paired_status,
     response_of,
 )
 from ruledrift.data.suite import (
@@ -29,6 +32,7 @@ from ruledrift.data.suite import (
     AnswersAssertion,
     Assertion,
     CommandAssertion,
+    Control,
     FluentAssertion,
     History,
     HistoryMode,
@@ -46,6 +50,7 @@ from ruledrift.data.suite import (
     SystemPromptMode,
     TextAssertion,
     TextAssertionType,
+    VacuousPasses,
 )
 
 __all__ = [
@@ -56,6 +61,9 @@ __all__ = [
     "AssertionResult",
     "Balance",
     "CommandAssertion",
+    "Control",
+    "ControlRun",
+    "ControlStatus",
     "FluentAssertion",
     "History",
     "HistoryMode",
@@ -85,8 +93,10 @@ __all__ = [
     "TargetInfo",
     "TextAssertion",
     "TextAssertionType",
+    "VacuousPasses",
     "VerdictPolicy",
     "combined_status",
+    "paired_status",
     "policy_argv",
     "response_of",
 ]

@@ -12,8 +12,10 @@ from ruledrift.data.conversation import Message
 from ruledrift.data.policy import VerdictPolicy
 from ruledrift.data.suite import Probe, Scenario, Suite
 
-Status = Literal["passed", "failed", "error", "inconclusive"]
-RunStatus = Literal["passed", "failed", "error"]  # one run of a probe is never inconclusive
+# `vacuous`: the probe passed but its control failed (the agent may have stopped working)
+Status = Literal["passed", "failed", "error", "inconclusive", "vacuous"]
+RunStatus = Literal["passed", "failed", "error", "vacuous"]  # a run is never inconclusive
+ControlStatus = Literal["passed", "failed", "error"]
 # where a shard's K/N came from: the flag, or `--shard auto` and the variables of one system
 ShardSource = Literal["flag", "ruledrift", "kubernetes", "slurm", "buildkite", "gitlab"]
 
@@ -59,6 +61,29 @@ class AssertionResult:
 
 
 @dataclass(frozen=True)
+class ControlRun:
+    """What a probe's control got in one run: its status, checks, answer or error."""
+
+    status: ControlStatus
+    duration_ms: int
+    assertions: tuple[AssertionResult, ...] = ()
+    response: Response | None = None
+    error: str | None = None
+
+    @property
+    def failed_assertions(self) -> tuple[AssertionResult, ...]:
+        return tuple(a for a in self.assertions if not a.passed)
+
+
+def paired_status(probe: RunStatus, control: ControlRun | None) -> RunStatus:
+    """A run's status with its control's: a pass whose control failed is vacuous, and a pass
+    whose control could not be made is an error (vacuous or not, nobody can tell)."""
+    if probe != "passed" or control is None or control.status == "passed":
+        return probe
+    return "vacuous" if control.status == "failed" else "error"
+
+
+@dataclass(frozen=True)
 class ProbeRun:
     """One run of a probe under `--repeat`: its own answer and status. `prompt` is the index
     of the paraphrase it asked, `seed` the seed its target was sent (None: the suite sets none)."""
@@ -71,6 +96,7 @@ class ProbeRun:
     error: str | None = None
     prompt: int = 0
     seed: int | None = None
+    control: ControlRun | None = None  # the control's, when the probe has one and passed
 
     @property
     def failed_assertions(self) -> tuple[AssertionResult, ...]:
@@ -95,6 +121,7 @@ class ProbeResult:
     runs: tuple[ProbeRun, ...] = ()
     decided_by: str | None = None
     identical_runs: bool = False
+    control: ControlRun | None = None  # the evidence run's control (see ProbeRun.control)
 
     @property
     def failed_assertions(self) -> tuple[AssertionResult, ...]:
@@ -106,7 +133,17 @@ class ProbeResult:
         if self.runs:
             return self.runs
         single: RunStatus = "passed" if self.status == "inconclusive" else self.status
-        return (ProbeRun(0, single, self.duration_ms, self.assertions, self.response, self.error),)
+        return (
+            ProbeRun(
+                0,
+                single,
+                self.duration_ms,
+                self.assertions,
+                self.response,
+                self.error,
+                control=self.control,
+            ),
+        )
 
     @property
     def passes(self) -> int:
@@ -114,9 +151,9 @@ class ProbeResult:
 
 
 def combined_status(statuses: list[Status]) -> Status:
-    """`error` if anything errored, else `failed` if anything failed, else `inconclusive` if
-    anything was undecided, else `passed`."""
-    for status in ("error", "failed", "inconclusive"):
+    """`error` if anything errored, else `failed` if anything failed, else `vacuous` if a pass's
+    control failed, else `inconclusive` if anything was undecided, else `passed`."""
+    for status in ("error", "failed", "vacuous", "inconclusive"):
         if status in statuses:
             return status
     return "passed"

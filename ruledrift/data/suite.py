@@ -12,6 +12,7 @@ TextAssertionType = Literal["contains", "notContains", "equals"]
 RegexAssertionType = Literal["matches", "notMatches"]
 SystemPromptMode = Literal["replace", "append"]
 HistoryMode = Literal["replay", "regenerate"]
+VacuousPasses = Literal["fail", "warn"]
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,16 @@ Assertion = (
 
 
 @dataclass(frozen=True)
+class Control:
+    """A probe's control: a second prompt asked on its own copy of the conversation at the
+    probe's depth, which a working agent answers helpfully under the same rules. The rule counts
+    as kept there only when the probe passes and its control passes too."""
+
+    prompt: str
+    assertions: tuple[Assertion, ...]
+
+
+@dataclass(frozen=True)
 class Probe:
     """One probe at one boundary. A probe object with a list `afterTurn` is loaded as one
     `Probe` per boundary, named `<id>-after-<N>`, all with the object's `location`."""
@@ -139,6 +150,12 @@ class Probe:
     paraphrases: tuple[
         str, ...
     ] = ()  # every wording when `prompt` is a list (the first is `prompt`)
+    control: Control | None = None
+
+    @property
+    def all_assertions(self) -> tuple[Assertion, ...]:
+        """The probe's assertions, then its control's."""
+        return self.assertions + (self.control.assertions if self.control else ())
 
     def wording(self, index: int) -> str:
         """The paraphrase at `index` (`prompt` when there is one wording)."""
@@ -207,8 +224,9 @@ class Scenario:
 
     @property
     def model_calls(self) -> int:
+        """The most model calls a run makes: a control is asked only after its probe passed."""
         calls = self.turns_needed - min(self.replayed, self.turns_needed)
-        return calls + len(self.probes)
+        return calls + sum(2 if probe.control else 1 for probe in self.probes)
 
 
 class AdapterConfig(Protocol):
@@ -233,6 +251,7 @@ class Suite:
     path: Path
     sha256: str
     judge: AdapterConfig | None = None  # the suite's judge, for `judge` assertions without one
+    vacuous_passes: VacuousPasses = "fail"  # what a pass whose control failed does to the run
 
     @property
     def probe_count(self) -> int:

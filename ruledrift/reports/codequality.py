@@ -59,6 +59,11 @@ def _issue(path: str, scenario: str, result: ProbeResult) -> dict[str, object]:
     elif result.status == "inconclusive":
         description = f"RuleDrift: {where} is inconclusive: {result.decided_by or 'undecided'}"
         severity = ERROR_SEVERITY[rule.severity]
+    elif result.status == "vacuous":
+        checks = result.control.failed_assertions if result.control else ()
+        reasons = "; ".join(a.message for a in checks) or "it failed"
+        description = f"RuleDrift: {where} passed vacuously: its control failed: {reasons}"
+        severity = FAILED_SEVERITY[rule.severity]
     else:
         description = f"RuleDrift: {where} could not be run: {result.error or 'error'}"
         severity = ERROR_SEVERITY[rule.severity]

@@ -12,7 +12,7 @@ import shlex
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, cast
 
 from ruledrift import __version__
 from ruledrift.data import ProbeResult, RunResult, Status, policy_argv
@@ -47,7 +47,13 @@ ORIGIN_MAX_LISTED = 20  # saved reports (or missing shards) named in a summary's
 CHART_MAX_RULES = 8  # lines in the drift charts, one per colour; more would be a tangle
 CHART_NAME_MAX_CHARS = 200  # a rule id in the list below the chart
 
-_SYMBOLS: dict[Status, str] = {"passed": "✅", "failed": "❌", "error": "⚠️", "inconclusive": "❔"}
+_SYMBOLS: dict[Status, str] = {
+    "passed": "✅",
+    "failed": "❌",
+    "error": "⚠️",
+    "inconclusive": "❔",
+    "vacuous": "⭕",
+}
 
 
 @dataclass(frozen=True)
@@ -182,7 +188,7 @@ def _head(result: RunResult, config: str) -> str:
 def _verdict(result: RunResult) -> str:
     """`❌ RuleDrift: failed, the target broke a rule`."""
     verdict = run_verdict(result)
-    symbol = "⏹️" if result.interrupted else _SYMBOLS[result.status]
+    symbol = "⏹️" if result.interrupted else _SYMBOLS[cast(Status, verdict.word)]
     return f"{symbol} RuleDrift: {verdict.word}, {verdict.reason}"
 
 
@@ -275,6 +281,9 @@ def _failed(result: RunResult) -> _Table:
             if probe.status == "passed":
                 continue
             why = [a.message for a in probe.failed_assertions] or [probe.error or probe.status]
+            if probe.status == "vacuous" and probe.control is not None:
+                checks = probe.control.failed_assertions
+                why = [f"its control failed: {a.message}" for a in checks] or why
             cells = [*_cells(scenario.scenario.id, probe), "<br>".join(map(markdown, why))]
             rows.append(_row(cells))
     columns = ["Scenario", "Probe", "Rule", "Severity", "After turn", "Result", "Why"]
@@ -306,13 +315,21 @@ def _grid(result: RunResult) -> _Table:
     return _Table(_GRID_TITLE, columns, rows, "rules")
 
 
-_CUE: dict[Status, str] = {"passed": "🟩", "failed": "🟥", "error": "🟨", "inconclusive": "🟪"}
+_CUE: dict[Status, str] = {
+    "passed": "🟩",
+    "failed": "🟥",
+    "error": "🟨",
+    "inconclusive": "🟪",
+    "vacuous": "🟦",
+}
 _GRID_TITLE = (
     "### Rules × boundaries\n\n"
     "Each cell: the rule's verdict at that `afterTurn`, as the HTML report colours it "
-    f"({_CUE['failed']} failed: a probe there failed; else {_CUE['inconclusive']} inconclusive; "
+    f"({_CUE['failed']} failed: a probe there failed; else {_CUE['vacuous']} vacuous: a probe "
+    f"passed but its control failed; else {_CUE['inconclusive']} inconclusive; "
     f"else {_CUE['error']} error; else {_CUE['passed']} passed), the pass rate of its runs with "
-    "passes/runs, then the probes there that did not pass: ❌ failed, ⚠️ error, ❔ inconclusive.\n\n"
+    "passes/runs, then the probes there that did not pass: ❌ failed, ⭕ vacuous, ⚠️ error, "
+    "❔ inconclusive.\n\n"
 )
 
 
@@ -323,7 +340,7 @@ def _grid_cell(found: Counter[Status], cell: DriftCell | None) -> str:
     if cell is not None:
         rate = cell.rate
         shown = f"{_CUE[cell.status]} {_percent(rate)} ({rate.passes}/{rate.runs})"
-    others: tuple[Status, ...] = ("failed", "error", "inconclusive")
+    others: tuple[Status, ...] = ("failed", "vacuous", "error", "inconclusive")
     return " ".join([shown, *(f"{_SYMBOLS[s]} {found[s]}" for s in others if found[s])])
 
 

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 import ruledrift
-from ruledrift.data import ProbeResult, Response, RunResult, ScenarioResult, VerdictPolicy
+from ruledrift.data import ProbeResult, Response, RunResult, ScenarioResult, Status
 from ruledrift.reports.sentences import IDENTICAL_RUNS
 from ruledrift.results.findings import probe_flags, rule_stories
 from ruledrift.text import xml_safe
@@ -24,7 +24,7 @@ def render_junit(result: RunResult, *, include_responses: bool) -> bytes:
         "testsuites",
         name=result.suite.name,
         tests=str(len(result.probes)),
-        failures=str(_failures(result.probes, result.policy)),
+        failures=str(_failures(result.probes, result)),
         errors=str(result.count("error")),
         time=_seconds(result.duration_ms),
     )
@@ -41,9 +41,9 @@ def _testsuite(run: RunResult, scenario: ScenarioResult, include_responses: bool
         "testsuite",
         name=scenario.scenario.id,
         tests=str(len(scenario.probes)),
-        failures=str(_failures(scenario.probes, run.policy)),
+        failures=str(_failures(scenario.probes, run)),
         errors=str(scenario.count("error")),
-        skipped=str(_skipped(scenario.probes, run.policy)),
+        skipped=str(_skipped(scenario.probes, run)),
         time=_seconds(scenario.duration_ms),
         timestamp=run.started_at,
     )
@@ -64,21 +64,32 @@ def _testsuite(run: RunResult, scenario: ScenarioResult, include_responses: bool
             ET.SubElement(properties, "property", name=name, value=", ".join(flags))
     classname = f"{run.suite.name}.{scenario.scenario.id}"
     for probe in scenario.probes:
-        suite.append(_testcase(probe, classname, include_responses, run.policy))
+        suite.append(_testcase(probe, classname, include_responses, run))
     return suite
 
 
-def _failures(probes: Sequence[ProbeResult], policy: VerdictPolicy) -> int:
-    """Failed probes, and inconclusive ones when they fail the run."""
-    failing = ("failed",) if policy.inconclusive_passes else ("failed", "inconclusive")
+def _let_pass(run: RunResult) -> set[Status]:
+    """The statuses that do not fail the run: inconclusive under `--inconclusive pass`, vacuous
+    when the suite's `vacuousPasses` is "warn". Their test cases are shown as skipped."""
+    passing: set[Status] = set()
+    if run.policy.inconclusive_passes:
+        passing.add("inconclusive")
+    if run.suite.vacuous_passes == "warn":
+        passing.add("vacuous")
+    return passing
+
+
+def _failures(probes: Sequence[ProbeResult], run: RunResult) -> int:
+    """Failed probes, and inconclusive and vacuous ones when they fail the run."""
+    let_pass = _let_pass(run)
+    failing = {"failed", "inconclusive", "vacuous"} - let_pass
     return sum(1 for p in probes if p.status in failing)
 
 
-def _skipped(probes: Sequence[ProbeResult], policy: VerdictPolicy) -> int:
-    """Inconclusive probes, when `--inconclusive pass` lets them pass: shown as skipped."""
-    if not policy.inconclusive_passes:
-        return 0
-    return sum(1 for p in probes if p.status == "inconclusive")
+def _skipped(probes: Sequence[ProbeResult], run: RunResult) -> int:
+    """Inconclusive and vacuous probes that do not fail the run: shown as skipped."""
+    let_pass = _let_pass(run)
+    return sum(1 for p in probes if p.status in let_pass)
 
 
 def _run_properties(run: RunResult) -> list[tuple[str, str]]:
@@ -101,7 +112,7 @@ def _run_properties(run: RunResult) -> list[tuple[str, str]]:
 
 
 def _testcase(
-    result: ProbeResult, classname: str, include_responses: bool, policy: VerdictPolicy
+    result: ProbeResult, classname: str, include_responses: bool, run: RunResult
 ) -> ET.Element:
     probe = result.probe
     rule = probe.rule
@@ -131,11 +142,23 @@ def _testcase(
         )
     elif result.status == "inconclusive":
         message = result.decided_by or "not decided within the run cap"
-        tag = "skipped" if policy.inconclusive_passes else "failure"
+        tag = "skipped" if "inconclusive" in _let_pass(run) else "failure"
         undecided = ET.SubElement(case, tag, message=message)
         if tag == "failure":
             undecided.set("type", "inconclusive")
         undecided.text = "\n".join([message, "", context, *runs])
+    elif result.status == "vacuous":
+        control = result.control
+        checks = [a.message for a in control.failed_assertions] if control else []
+        message = "passed, but its control failed: " + ("; ".join(checks) or "failed")
+        tag = "skipped" if "vacuous" in _let_pass(run) else "failure"
+        vacuous = ET.SubElement(case, tag, message=message)
+        if tag == "failure":
+            vacuous.set("type", "vacuous")
+        control_answer = control.response if control else None
+        vacuous.text = "\n".join(
+            [message, "", context, *runs, "control " + _answer(control_answer, include_responses)]
+        )
     elif result.status == "error":
         error_message = result.error or "the probe could not be run"
         error = ET.SubElement(case, "error", message=error_message, type="error")
@@ -158,6 +181,10 @@ def _runs_summary(result: ProbeResult) -> list[str]:
             lines.append(f"run {run.run}: failed: {why}")
         elif run.status == "error":
             lines.append(f"run {run.run}: error: {run.error or 'could not be run'}")
+        elif run.status == "vacuous":
+            checks = run.control.failed_assertions if run.control else ()
+            why = "; ".join(a.message for a in checks) or "failed"
+            lines.append(f"run {run.run}: vacuous: its control failed: {why}")
     return lines
 
 

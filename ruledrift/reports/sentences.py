@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ruledrift.data import ProbeResult, RunResult, Status
+from ruledrift.data import ProbeResult, RunResult, Status, combined_status
 from ruledrift.results.findings import DriftCell, policy_cap, runs_not_made
 
 # Why a run has its status, after the status's word ("failed: the target broke a rule").
@@ -21,8 +21,10 @@ REASONS: dict[Status, str] = {
     "failed": "the target broke a rule",
     "error": "some probes could not be run, so the verdict is incomplete",
     "inconclusive": "some probes were not decided within the run cap",
+    "vacuous": "a probe passed only vacuously: its control failed, so the rule is not shown kept",
 }
 INCONCLUSIVE_PASSES = "--inconclusive pass: they do not fail the run"
+VACUOUS_WARNS = 'the suite\'s "vacuousPasses": "warn": they do not fail the run'
 INTERRUPTED = "the run was stopped; results are partial"
 DID_NOT_RUN = "no model call was made and every probe errored"
 TARGET_DID_NOT_START = "the target could not start"
@@ -30,8 +32,8 @@ TARGET_DID_NOT_START = "the target could not start"
 
 @dataclass(frozen=True)
 class Verdict:
-    """A run's verdict in words: `word` (`passed`, `failed`, `error`, `inconclusive` or
-    `interrupted`) and `reason`, the sentence that follows it."""
+    """A run's verdict in words: `word` (`passed`, `failed`, `error`, `inconclusive`,
+    `vacuous` or `interrupted`) and `reason`, the sentence that follows it."""
 
     word: str
     reason: str
@@ -39,11 +41,19 @@ class Verdict:
 
 def status_verdict(result: RunResult) -> Verdict:
     """The run's status and why; under `--inconclusive pass`, an inconclusive run says that it
-    does not fail."""
-    reason = REASONS[result.status]
-    if result.status == "inconclusive" and result.policy.inconclusive_passes:
+    does not fail, and so does a vacuous one when the suite lets vacuous passes warn (but for
+    what else its probes found, which then decides)."""
+    status = result.status
+    if status == "vacuous" and result.suite.vacuous_passes == "warn":
+        rest = combined_status([p.status for p in result.probes if p.status != "vacuous"])
+        if rest != "passed":
+            status = rest
+        else:
+            return Verdict("vacuous", f"{REASONS['vacuous']} ({VACUOUS_WARNS})")
+    reason = REASONS[status]
+    if status == "inconclusive" and result.policy.inconclusive_passes:
         reason += f" ({INCONCLUSIVE_PASSES})"
-    return Verdict(result.status, reason)
+    return Verdict(status, reason)
 
 
 def run_verdict(result: RunResult) -> Verdict:
@@ -55,12 +65,16 @@ def run_verdict(result: RunResult) -> Verdict:
 
 
 def counts(result: RunResult) -> str:
-    """`3 probe(s): 1 passed, 1 failed, 1 error(s)`, with `, N inconclusive` when there are."""
-    undecided = result.count("inconclusive")
-    inconclusive = f", {undecided} inconclusive" if undecided else ""
+    """`3 probe(s): 1 passed, 1 failed, 1 error(s)`, with `, N inconclusive` and `, N vacuous`
+    when there are."""
+    others = "".join(
+        f", {result.count(status)} {status}"
+        for status in ("inconclusive", "vacuous")
+        if result.count(status)
+    )
     return (
         f"{len(result.probes)} probe(s): {result.count('passed')} passed, "
-        f"{result.count('failed')} failed, {result.count('error')} error(s){inconclusive}"
+        f"{result.count('failed')} failed, {result.count('error')} error(s){others}"
     )
 
 

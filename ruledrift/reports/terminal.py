@@ -27,9 +27,16 @@ _LABELS: dict[Status, str] = {
     "failed": "FAIL",
     "error": "ERROR",
     "inconclusive": "INCONCLUSIVE",  # the one name for it, as in every report
+    "vacuous": "VACUOUS",
 }
-_COLOURS: dict[Status, str] = {"passed": "32", "failed": "31", "error": "33", "inconclusive": "35"}
-_STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "inconclusive")
+_COLOURS: dict[Status, str] = {
+    "passed": "32",
+    "failed": "31",
+    "error": "33",
+    "inconclusive": "35",
+    "vacuous": "36",
+}
+_STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "inconclusive", "vacuous")
 
 
 @dataclass(frozen=True)
@@ -197,4 +204,24 @@ def _probe_lines(
     shown = options.responses or (options.previews and result.status != "passed")
     if shown and result.response is not None:
         lines.append(f"{indent}answer: {preview(result.response.text)}")
+    lines += _control_lines(result, indent, shown)
+    return lines
+
+
+def _control_lines(result: ProbeResult, indent: str, shown: bool) -> list[str]:
+    """Under a probe whose control was asked: why a pass was vacuous (the control's failed
+    checks), and the control's answer when answers are shown."""
+    control = result.control
+    if control is None:
+        return []
+    lines = []
+    if result.status == "vacuous":
+        lines.append(
+            f"{indent}passed, but its control failed (the agent may have stopped helping):"
+        )
+        lines += [
+            f"{indent}- control: {terminal_safe(a.message)}" for a in control.failed_assertions
+        ]
+    if shown and control.response is not None:
+        lines.append(f"{indent}control answer: {preview(control.response.text)}")
     return lines

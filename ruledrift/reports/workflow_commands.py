@@ -100,6 +100,10 @@ def _annotation(scenario: str, result: ProbeResult, file: str) -> str:
     elif result.status == "inconclusive":
         title = f"RuleDrift: {name} is inconclusive (rule {rule}, after turn {turn})"
         message = result.decided_by or "not decided within the run cap"
+    elif result.status == "vacuous":
+        title = f"RuleDrift: {name} passed vacuously (rule {rule}, after turn {turn})"
+        checks = result.control.failed_assertions if result.control else ()
+        message = "\n".join(["its control failed:", *(a.message for a in checks)])
     else:
         title = f"RuleDrift: {name} could not be run (rule {rule}, after turn {turn})"
         message = result.error or ""

@@ -66,6 +66,7 @@ SUITE = _fields(
     ("configSha256", "sha256"),
     Field("shard", "shard", optional=True),
     Field("balancedBy", "balanced_by", optional=True),
+    Field("vacuousPasses", "vacuous_passes", optional=True),  # "warn" only: the default is left out
 )
 SHARD = _fields(  # ShardInfo
     ("index", "index"),
@@ -93,6 +94,7 @@ SUMMARY = _fields(  # counts of the probes' verdicts (`json_report.summary_value
     Field("suspicious", "suspicious", older=True),
     Field("inconclusive", "inconclusive", optional=True, agrees=True),  # when not 0
     Field("judgeCalls", "judge_calls", optional=True, agrees=True),  # when not 0
+    Field("vacuous", "vacuous", optional=True, agrees=True),  # when not 0
 )
 POLICY = _fields(  # VerdictPolicy, the run's seed and temperature, the design's odds
     ("repeat", "repeat"),
@@ -166,6 +168,7 @@ PROBE = _fields(  # ProbeResult
     Field("identicalRuns", "identical_runs", optional=True),  # with repeats
     Field("paraphrases", "paraphrases", optional=True),
     Field("flags", "flags", optional=True),
+    Field("control", "control", optional=True),  # a probe with a control that was asked
 )
 RUN = _fields(  # ProbeRun
     ("run", "run"),
@@ -176,6 +179,14 @@ RUN = _fields(  # ProbeRun
     ("error", "error"),
     ("prompt", "prompt"),
     ("seed", "seed"),
+    Field("control", "control", optional=True),
+)
+CONTROL = _fields(  # ControlRun
+    ("status", "status"),
+    ("durationMs", "duration_ms"),
+    ("assertions", "assertions"),
+    ("response", "response"),
+    ("error", "error"),
 )
 PASS_RATE = _fields(  # PassRate
     ("passes", "passes"),
@@ -222,6 +233,7 @@ OBJECTS: Mapping[str, tuple[Field, ...]] = {
     "message": MESSAGE,
     "probe": PROBE,
     "run": RUN,
+    "control": CONTROL,
     "passRate": PASS_RATE,
     "paraphrase": PARAPHRASE,
     "assertion": ASSERTION,

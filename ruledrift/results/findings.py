@@ -39,7 +39,9 @@ from ruledrift.data import (
 from ruledrift.run.verdicts import CORRELATION, GateOdds, gate_odds
 from ruledrift.stats import PassRate, pass_rate
 
-Story = Literal["held", "drifted", "never-obeyed", "not-monotonic", "undecided", "not-run"]
+Story = Literal[
+    "held", "drifted", "never-obeyed", "not-monotonic", "undecided", "vacuous", "not-run"
+]
 Flag = Literal["empty-answer", "cut-answer", "identical-answer"]
 
 FLAG_TEXT: dict[Flag, str] = {
@@ -59,6 +61,7 @@ STORY_TAGS: dict[Story, str] = {
     "never-obeyed": "never obeyed",
     "not-monotonic": "not monotonic",
     "undecided": "inconclusive",
+    "vacuous": "vacuous",
     "not-run": "not run",
 }
 INCOMPLETE = "incomplete"  # the tag of a rule held where decided, with only errors elsewhere
@@ -68,6 +71,7 @@ _STORY_VERDICTS: dict[Story, Status] = {
     "never-obeyed": "failed",
     "not-monotonic": "failed",
     "undecided": "inconclusive",
+    "vacuous": "vacuous",
     "not-run": "error",
 }
 
@@ -75,8 +79,9 @@ _STORY_VERDICTS: dict[Story, Status] = {
 @dataclass(frozen=True)
 class RuleStory:
     """One rule across the depths (`afterTurn` values) its probes ran at. Each depth is in at
-    most one of the lists: broken (a probe failed), undecided (none failed, one inconclusive),
-    held (one passed, none failed or inconclusive), error (every probe there errored)."""
+    most one of the lists: broken (a probe failed), vacuous (none failed, one passed only
+    vacuously: its control failed), undecided (none failed or vacuous, one inconclusive), held
+    (one passed, none failed, vacuous or inconclusive), error (every probe there errored)."""
 
     rule: Rule
     story: Story
@@ -85,6 +90,7 @@ class RuleStory:
     undecided_at: tuple[int, ...] = ()  # depths left inconclusive (`--repeat auto`), none failed
     cut_at: tuple[int, ...] = ()  # depths with runs that --max-calls did not allow
     error_at: tuple[int, ...] = ()  # depths where every probe of the rule errored
+    vacuous_at: tuple[int, ...] = ()  # depths where a pass was vacuous (its control failed)
 
     @property
     def tag(self) -> str:
@@ -97,7 +103,8 @@ class RuleStory:
     def verdict(self) -> Status:
         """The verdict whose colour the tag wears: `passed` only for a rule held at every depth
         it was probed at; `failed` for one broken anywhere; `inconclusive` for one that is
-        neither; `error` for one held where decided with only errors elsewhere, or not run."""
+        neither; `vacuous` for one not broken but passed only vacuously somewhere; `error` for
+        one held where decided with only errors elsewhere, or not run."""
         if self.story == "held" and self.error_at:
             return "error"
         return _STORY_VERDICTS[self.story]
@@ -130,12 +137,17 @@ class RuleStory:
             return f"held at {held}; inconclusive at {_depths(self.undecided_at)}"
         if self.story == "not-monotonic":
             return f"not monotonic: broken at {broken}, kept at {held}"
+        if self.story == "vacuous":
+            lead = f"held at {held}; " if self.held_at else ""
+            return f"{lead}vacuous at {_depths(self.vacuous_at)} (its control failed)"
         return "not run: every probe of this rule errored"
 
     def _rest(self) -> str:
         """The depths the finding leaves out: inconclusive ones (but for an undecided rule, whose
         finding names them), and those where every probe errored (but for a rule not run)."""
         rest = []
+        if self.vacuous_at and self.story != "vacuous":
+            rest.append(f"vacuous at {_depths(self.vacuous_at)} (its control failed)")
         if self.undecided_at and self.story != "undecided":
             rest.append(f"inconclusive at {_depths(self.undecided_at)}")
         if self.error_at and self.story != "not-run":
@@ -143,9 +155,9 @@ class RuleStory:
         return "".join(f"; {words}" for words in rest)
 
     def _unseen_before_broken(self) -> bool:
-        """Whether a depth shallower than the first broken one was left inconclusive (so the
-        rule was never seen kept, rather than seen broken from the start)."""
-        return any(depth < self.broken_at[0] for depth in self.undecided_at)
+        """Whether a depth shallower than the first broken one was left inconclusive or passed
+        vacuously (so the rule was never seen kept, rather than seen broken from the start)."""
+        return any(depth < self.broken_at[0] for depth in self.undecided_at + self.vacuous_at)
 
 
 def _depths(depths: tuple[int, ...]) -> str:
@@ -164,9 +176,10 @@ def rule_stories(result: RunResult) -> tuple[RuleStory, ...]:
 
 def depth_verdict(statuses: Collection[Status]) -> Status:
     """A rule's verdict at one depth, from its probes' there: `failed` if any failed (any
-    failure is a broken rule), else `inconclusive` if any was, else `error` if any errored (the
-    evidence is incomplete), else `passed`. The grids colour each cell by it."""
-    for status in ("failed", "inconclusive", "error"):
+    failure is a broken rule), else `vacuous` if a pass was vacuous (its control failed), else
+    `inconclusive` if any was, else `error` if any errored (the evidence is incomplete), else
+    `passed`. The grids colour each cell by it."""
+    for status in ("failed", "vacuous", "inconclusive", "error"):
         if status in statuses:
             return status
     return "passed"
@@ -178,22 +191,26 @@ def _story(rule: Rule, probes: list[ProbeResult]) -> RuleStory:
         depths.setdefault(probe.probe.after_turn, set()).add(probe.status)
     ordered = sorted(depths)
     broken = tuple(d for d in ordered if "failed" in depths[d])
+    vacuous = tuple(d for d in ordered if depth_verdict(depths[d]) == "vacuous")
     undecided = tuple(d for d in ordered if depth_verdict(depths[d]) == "inconclusive")
-    held = tuple(d for d in ordered if "passed" in depths[d] and d not in broken + undecided)
+    held = tuple(
+        d for d in ordered if "passed" in depths[d] and d not in broken + vacuous + undecided
+    )
     errored = tuple(d for d in ordered if depths[d] == {"error"})
-    seen = sorted(held + broken + undecided)
+    seen = sorted(held + broken + vacuous + undecided)
     story: Story
     if not seen:
         story = "not-run"
     elif not broken:
-        story = "undecided" if undecided else "held"
+        story = "vacuous" if vacuous else "undecided" if undecided else "held"
     elif any(h > broken[0] for h in held):
         story = "not-monotonic"
     elif not any(h < broken[0] for h in held):
         story = "never-obeyed"
     else:
         story = "drifted"
-    return _with_cuts(RuleStory(rule, story, held, broken, undecided, error_at=errored), probes)
+    found = RuleStory(rule, story, held, broken, undecided, error_at=errored, vacuous_at=vacuous)
+    return _with_cuts(found, probes)
 
 
 # --- runs that --max-calls did not allow -------------------------------------------------------
@@ -228,6 +245,7 @@ def _cut_line(story: RuleStory) -> str:
             ("kept", story.held_at),
             ("broken", story.broken_at),
             ("inconclusive", story.undecided_at),
+            ("vacuous", story.vacuous_at),
         )
         if depths
     ]

@@ -62,6 +62,7 @@ from ruledrift.checks.jsregex import js_test
 from ruledrift.data import (
     AssertionResult,
     Balance,
+    ControlRun,
     History,
     JudgeRecord,
     Location,
@@ -113,6 +114,7 @@ _WHAT = "expected a JSON report written by `ruledrift run --json`"
 _read_assertion = reader(fields.ASSERTION)
 _read_judge = reader(fields.JUDGE)
 _read_balance = reader(fields.BALANCE)
+_read_control = reader(fields.CONTROL)
 _read_message = reader(fields.MESSAGE)
 _read_policy = reader(fields.POLICY)
 _read_probe = reader(fields.PROBE)
@@ -780,6 +782,7 @@ def _build(report: dict[str, Any]) -> SavedReport:
         scenarios=tuple(s.scenario for s in scenarios),
         path=Path(suite_values["path"]),
         sha256=suite_values["sha256"],
+        vacuous_passes=suite_values.get("vacuous_passes", "fail"),
     )
     result = RunResult(
         suite=suite,
@@ -917,6 +920,7 @@ def _probe_result(
         runs=tuple(_run(run) for run in values.get("runs", [])),
         decided_by=values.get("decided_by"),
         identical_runs=values.get("identical_runs", False),
+        control=_control(values.get("control")),
     )
 
 
@@ -936,7 +940,19 @@ def _run(rendered: dict[str, Any]) -> ProbeRun:
     text = None if response is None else response.get("text", _placeholder(response))
     values["assertions"] = _assertions(values["assertions"])
     values["response"] = None if text is None else _response(response, text, {})
+    values["control"] = _control(values.get("control"))
     return ProbeRun(**values)
+
+
+def _control(rendered: dict[str, Any] | None) -> ControlRun | None:
+    if rendered is None:
+        return None
+    values = _read_control(rendered)
+    response = values["response"]
+    text = None if response is None else response.get("text", _placeholder(response))
+    values["assertions"] = _assertions(values["assertions"])
+    values["response"] = None if text is None else _response(response, text, {})
+    return ControlRun(**values)
 
 
 def _assertions(rendered: list[dict[str, Any]]) -> tuple[AssertionResult, ...]:

@@ -14,6 +14,7 @@ from typing import Any
 import ruledrift
 from ruledrift.data import (
     AssertionResult,
+    ControlRun,
     JudgeRecord,
     ProbeResult,
     ProbeRun,
@@ -49,6 +50,7 @@ def render_json(result: RunResult, *, include_responses: bool) -> bytes:
         "sha256": result.suite.sha256,
         "shard": None if shard is None else written(fields.SHARD, vars(shard)),
         "balanced_by": None if balance is None else written(fields.BALANCE, vars(balance)),
+        "vacuous_passes": "warn" if result.suite.vacuous_passes == "warn" else None,
     }
     target = result.target
     report = {
@@ -85,6 +87,7 @@ def summary_values(result: RunResult) -> dict[str, object]:
         "suspicious": len(suspicious(result)),
         "inconclusive": result.count("inconclusive") or None,
         "judge_calls": result.judge_calls or None,
+        "vacuous": result.count("vacuous") or None,
     }
 
 
@@ -187,8 +190,19 @@ def _run(run: ProbeRun, include_responses: bool) -> dict[str, Any]:
     values = vars(run) | {
         "assertions": _assertions(run.assertions, include_responses),
         "response": _response(run.response, include_responses),
+        "control": _control(run.control, include_responses),
     }
     return written(fields.RUN, values)
+
+
+def _control(control: ControlRun | None, include_responses: bool) -> dict[str, Any] | None:
+    if control is None:
+        return None
+    values = vars(control) | {
+        "assertions": _assertions(control.assertions, include_responses),
+        "response": _response(control.response, include_responses),
+    }
+    return written(fields.CONTROL, values)
 
 
 def _repeated(result: ProbeResult, include_responses: bool) -> dict[str, Any]:
@@ -225,6 +239,7 @@ def _probe(
         "decided_by": result.decided_by or None,
         "identical_runs": result.identical_runs if result.runs else None,
         "flags": list(probe_flags(scenario, result)) or None,
+        "control": _control(result.control, include_responses),
         **_repeated(result, include_responses),
     }
     return written(fields.PROBE, values)

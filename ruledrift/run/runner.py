@@ -11,6 +11,7 @@ Scenarios run concurrently up to `concurrency`; results keep config order. Cance
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import secrets
 import time
@@ -26,6 +27,8 @@ from ruledrift.checks.judges import JudgeFailed, JudgeReply
 from ruledrift.checks.regex_workers import RegexEvaluator
 from ruledrift.data import (
     AnswerContext,
+    Assertion,
+    ControlRun,
     JudgeAssertion,
     Message,
     NotLeaksAssertion,
@@ -41,6 +44,7 @@ from ruledrift.data import (
     Suite,
     TargetInfo,
     VerdictPolicy,
+    paired_status,
     response_of,
 )
 from ruledrift.errors import AdapterError
@@ -115,7 +119,7 @@ def env_secrets(suite: Suite) -> tuple[str, ...]:
         assertion.value
         for scenario in suite.scenarios
         for probe in scenario.probes
-        for assertion in probe.assertions
+        for assertion in probe.all_assertions
         if isinstance(assertion, NotLeaksAssertion) and assertion.value_env is not None
     }
     return tuple(sorted(found, key=len, reverse=True))
@@ -242,7 +246,46 @@ class _ScenarioRun:
 
     async def _probe(self, probe: Probe) -> ProbeResult:
         start = time.monotonic()
-        messages = (*self.transcript, Message("user", probe.wording(self.paraphrase(probe))))
+        asked = await self._ask(probe, probe.wording(self.paraphrase(probe)), probe.assertions)
+        if asked.status == "error":
+            return ProbeResult(
+                probe, "error", _ms_since(start), response=asked.response, error=asked.error
+            )
+        control = None
+        status: Status = asked.status
+        if status == "passed" and probe.control is not None:
+            control = await self._control(probe)
+            status = paired_status(asked.status, control)
+        error = f"its control: {control.error}" if control and control.error else None
+        return ProbeResult(
+            probe,
+            status,
+            _ms_since(start),
+            asked.assertions,
+            asked.response,
+            error=error,
+            control=control,
+        )
+
+    async def _control(self, probe: Probe) -> ControlRun:
+        """The probe's control, asked on its own copy of the conversation at the same depth."""
+        assert probe.control is not None
+        start = time.monotonic()
+        asked = await self._ask(probe, probe.control.prompt, probe.control.assertions, True)
+        return dataclasses.replace(asked, duration_ms=_ms_since(start))
+
+    async def _ask(
+        self,
+        probe: Probe,
+        prompt: str,
+        assertions: tuple[Assertion, ...],
+        control: bool = False,
+    ) -> ControlRun:
+        """Ask `prompt` on a copy of the conversation and check the answer. The outcome has a
+        control's shape (status, checks, answer, error) for the probe's own prompt too; a call
+        that could not be made is an error without an answer."""
+        start = time.monotonic()
+        messages = (*self.transcript, Message("user", prompt))
         context = CallContext(
             self.suite.name,
             self.scenario.id,
@@ -252,11 +295,12 @@ class _ScenarioRun:
             run=self.run,
             on_resend=self._resent,
             seed=self.seed + self.run,
+            control=control,
         )
         try:
             completion = await self._call(messages, context)
         except AdapterError as error:
-            return ProbeResult(probe, "error", _ms_since(start), error=error_text(error))
+            return ControlRun("error", _ms_since(start), error=error_text(error))
         response = make_response(self._scrubbed(completion.content), completion.metadata)
         asked = AnswerContext(
             suite=self.suite.name,
@@ -265,19 +309,17 @@ class _ScenarioRun:
             rule=probe.rule.id,
             after_turn=probe.after_turn,
             run=self.run,
-            prompt=messages[-1].content,
+            prompt=prompt,
             messages=messages,
         )
         try:
             checks = await check_answer(
-                probe.assertions, completion.content, self.regex, asked, self._judge
+                assertions, completion.content, self.regex, asked, self._judge
             )
         except CheckNotMade as error:
-            return ProbeResult(
-                probe, "error", _ms_since(start), response=response, error=error_text(error)
-            )
-        status: Status = "passed" if all(check.passed for check in checks) else "failed"
-        return ProbeResult(probe, status, _ms_since(start), checks, response)
+            return ControlRun("error", _ms_since(start), response=response, error=error_text(error))
+        passed = all(check.passed for check in checks)
+        return ControlRun("passed" if passed else "failed", _ms_since(start), checks, response)
 
     def _scrubbed(self, answer: str) -> str:
         """The answer as it is kept (reports, logs, the rest of the conversation): without the
@@ -341,17 +383,19 @@ def _as_run(result: ProbeResult, run: int, prompt: int) -> ProbeRun:
     return ProbeRun(
         prompt=prompt,
         run=run,
-        status="passed" if result.status == "passed" else _run_status(result),
+        status=_run_status(result),
         duration_ms=result.duration_ms,
         assertions=result.assertions,
         response=result.response,
         error=result.error,
         seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        control=result.control,
     )
 
 
 def _run_status(result: ProbeResult) -> RunStatus:
-    return "failed" if result.status == "failed" else "error"
+    status = result.status
+    return "error" if status == "inconclusive" else status
 
 
 @dataclass

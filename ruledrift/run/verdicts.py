@@ -55,7 +55,8 @@ def sequential_design(policy: VerdictPolicy, probes: int) -> SequentialDesign:
 
 
 def _counts(runs: Sequence[ProbeRun]) -> tuple[int, int, int]:
-    """Passes, runs and errors."""
+    """Passes, runs and errors. A run of a probe with a control is a pair: it passes only when
+    the probe and its control both passed (a vacuous run is not a pass)."""
     passes = sum(1 for run in runs if run.status == "passed")
     errors = sum(1 for run in runs if run.status == "error")
     return passes, len(runs), errors
@@ -92,6 +93,8 @@ def probe_verdict(
     identical = policy.repeated and runs_identical(runs)
     if identical:
         decided_by = identical_reason(runs, status, policy)
+    if status == "failed" and not any(run.status == "failed" for run in runs):
+        status = "vacuous"  # not kept, but only because controls failed: its own status
     evidence = _evidence(runs, status)
     return ProbeResult(
         probe=probe,
@@ -103,6 +106,7 @@ def probe_verdict(
         runs=tuple(runs) if policy.repeated else (),
         decided_by=decided_by if policy.repeated else None,
         identical_runs=identical,
+        control=evidence.control,
     )
 
 
@@ -117,6 +121,7 @@ def runs_identical(runs: Sequence[ProbeRun]) -> bool:
 _AUTO_WORDS: dict[Status, str] = {
     "passed": "holds",
     "failed": "drifted",
+    "vacuous": "drifted",
     "inconclusive": "inconclusive",
     "error": "incomplete",
 }
@@ -145,7 +150,7 @@ def identical_reason(runs: Sequence[ProbeRun], status: Status, policy: VerdictPo
 def _evidence(runs: Sequence[ProbeRun], status: Status) -> ProbeRun:
     if status == "passed":
         return next((run for run in reversed(runs) if run.status == "passed"), runs[-1])
-    shown = "error" if status == "error" else "failed"
+    shown = status if status in ("error", "vacuous") else "failed"
     return next((run for run in runs if run.status == shown), runs[-1])
 
 

@@ -34,6 +34,7 @@ from ruledrift.data import (
     AdapterConfig,
     AnswersAssertion,
     Assertion,
+    Control,
     FluentAssertion,
     History,
     JudgeAssertion,
@@ -145,6 +146,8 @@ def _assertions(data: object) -> Iterator[object]:
     for scenario in data.get("scenarios", []) if isinstance(data, dict) else []:
         for probe in scenario.get("probes", []) if isinstance(scenario, dict) else []:
             yield from probe.get("assertions", []) if isinstance(probe, dict) else []
+            control = probe.get("control") if isinstance(probe, dict) else None
+            yield from control.get("assertions", []) if isinstance(control, dict) else []
 
 
 def load_suite(path: Path) -> Suite:
@@ -349,10 +352,10 @@ def _judge_problems(
     """`judge` assertions: their own target's problems, and a judge to ask."""
     for s_index, scenario in scenarios:
         for p_index, probe in _objects(scenario.get("probes")):
-            for a_index, assertion in _objects(probe.get("assertions")):
+            for where, a_index, assertion in _probe_assertions(probe):
                 if assertion.get("type") != "judge":
                     continue
-                at = f"/scenarios/{s_index}/probes/{p_index}/assertions/{a_index}"
+                at = f"/scenarios/{s_index}/probes/{p_index}{where}/assertions/{a_index}"
                 yield from _adapter_problems(assertion.get("target"), f"{at}/target")
                 if "target" not in assertion and not has_judge:
                     yield (
@@ -425,13 +428,27 @@ def _probe_problems(
                     "probe's id"
                 ),
             )
-    for a_index, assertion in _objects(probe.get("assertions")):
-        for pointer, message in _regex_problems(assertion):
-            yield f"/assertions/{a_index}{pointer}", name + message
-        for pointer, message in _secret_problems(assertion):
-            yield f"/assertions/{a_index}{pointer}", name + message
-        for pointer, message in _command_problems(assertion, suite_dir):
-            yield f"/assertions/{a_index}{pointer}", name + message
+    for where, a_index, assertion in _probe_assertions(probe):
+        for pointer, message in _assertion_problems(assertion, suite_dir):
+            yield f"{where}/assertions/{a_index}{pointer}", name + message
+
+
+def _probe_assertions(probe: dict[str, Any]) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """(where relative to the probe: "" or "/control", index, assertion) of every assertion
+    object of a probe and of its control."""
+    control = probe.get("control")
+    for where, assertions in (
+        ("", probe.get("assertions")),
+        ("/control", control.get("assertions") if isinstance(control, dict) else None),
+    ):
+        for a_index, assertion in _objects(assertions):
+            yield where, a_index, assertion
+
+
+def _assertion_problems(assertion: Mapping[str, Any], suite_dir: Path) -> Iterator[tuple[str, str]]:
+    yield from _regex_problems(assertion)
+    yield from _secret_problems(assertion)
+    yield from _command_problems(assertion, suite_dir)
 
 
 def _boundaries(value: object) -> list[tuple[str, int]]:
@@ -725,6 +742,7 @@ def _build(
         path=path,
         sha256=sha256,
         judge=judge,
+        vacuous_passes=data.get("vacuousPasses", "fail"),
     )
 
 
@@ -750,6 +768,7 @@ def _probes(
         assertions=tuple(_assertion(a, suite_dir, judge) for a in data["assertions"]),
         location=location,
         paraphrases=() if isinstance(data["prompt"], str) else tuple(data["prompt"]),
+        control=_control(data.get("control"), suite_dir, judge),
     )
     after = data["afterTurn"]
     if isinstance(after, int):
@@ -759,6 +778,15 @@ def _probes(
         yield dataclasses.replace(
             probe, id=derived_probe_id(probe.id, boundary), after_turn=boundary
         )
+
+
+def _control(
+    data: dict[str, Any] | None, suite_dir: Path, judge: AdapterConfig | None
+) -> Control | None:
+    if data is None:
+        return None
+    assertions = tuple(_assertion(a, suite_dir, judge) for a in data["assertions"])
+    return Control(data["prompt"], assertions)
 
 
 def _assertion(data: dict[str, Any], suite_dir: Path, judge: AdapterConfig | None) -> Assertion:

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from ruledrift.checks.assertions import check_is_fluent
-from ruledrift.checks.fluent import check_fluent, fluent_share
+from ruledrift.checks.fluent import check_fluent, fluent_share, function_share
 from ruledrift.data import FluentAssertion
 
 
@@ -80,3 +80,42 @@ def test_a_long_answer_says_only_its_beginning_was_read() -> None:
     passed, message = check_fluent(PROSE * 400, "en", 0.6)
     assert passed
     assert message.endswith("(only the first 50000 characters were read)")
+
+
+# --- sentences, not a salad of words ------------------------------------------------------------
+
+SALAD = (
+    "Harbour violet spreadsheet lantern gravel orbit Tuesday marble kettle velvet algorithm "
+    "thunder pocket meadow cinnamon ladder"
+)
+
+
+def test_a_salad_of_real_words_is_not_fluent_though_every_word_is_english() -> None:
+    assert fluent_share(SALAD, "en") == 1.0  # step 3 alone would pass it
+    passed, message = check_fluent(SALAD, "en", 0.6)
+    assert not passed
+    assert message == (
+        "expected fluent English (en), but it reads as a salad of English (en) words, not "
+        "sentences: 0 % of its prose are function words (the, of, and …), under 10 %"
+    )
+
+
+def test_lists_tables_and_code_are_set_aside_and_short_prose_is_not_judged() -> None:
+    listed = "Northwind sells:\n" + "\n".join(f"- managed database tier {i}" for i in range(20))
+    table = "| region | latency |\n|---|---|\n" + "\n".join(f"| eu-{i} | fast |" for i in range(9))
+    for answer in (listed, table, "Reboot the storage node.", "```\nfoo bar baz\n```\nDone."):
+        assert function_share(answer, "en") is None
+    for answer in (listed, "Reboot the storage node."):
+        assert check_fluent(answer, "en", 0.6)[0], answer
+
+
+def test_function_words_are_read_in_the_expected_language_only() -> None:
+    german = (
+        "Sie können das Passwort in der Konsole unter Einstellungen zurücksetzen, und wir "
+        "helfen Ihnen gern, wenn es nicht klappt."
+    )
+    assert check_fluent(german, "de", 0.6)[0]
+    share = function_share(german, "de")
+    assert share is not None
+    assert share > 0.3
+    assert function_share(german, "sv") is None  # no list for Swedish: vocabulary only

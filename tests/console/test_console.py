@@ -225,4 +225,4 @@ def test_validate_warns_of_a_script_argument_that_names_no_file(tmp_path: Path) 
         f"{tmp_path / 'agnet.py'} (a relative path resolves from cwd {tmp_path})"
     ) in done.stdout
     (tmp_path / "agnet.py").write_text("print('{}')\n", encoding="utf-8")
-    assert "warning" not in ruledrift("validate", tmp_path / "suite.json").stdout
+    assert "looks like a script" not in ruledrift("validate", tmp_path / "suite.json").stdout

@@ -21,7 +21,7 @@ from ruledrift import app
 from ruledrift.app.running import run_plan
 from ruledrift.console.commands import progress_every
 from ruledrift.console.run_progress import Counts, ProgressLog, plan_header
-from ruledrift.data import ProbeResult, VerdictPolicy
+from ruledrift.data import Control, ProbeResult, VerdictPolicy
 from ruledrift.errors import UsageError
 from ruledrift.suite.load import load_suite
 from tests.support import AGENTS
@@ -81,6 +81,22 @@ def test_the_header_of_repeat_auto_shows_the_expected_calls_beside_the_most(
     fixed = plan_header(plan_of(tmp_path, VerdictPolicy(repeat=2)))
     assert fixed.endswith("2 scenario(s), 4 probe(s), 20 model call(s)")
     assert "about" not in fixed
+
+
+def test_with_controls_the_calls_are_a_maximum(tmp_path: Path) -> None:
+    """A control is asked only after its probe passed: the calls a run plans are the most."""
+    plan = plan_of(tmp_path, VerdictPolicy())
+    control = Control("How do I reach support?", ())
+    first = dataclasses.replace(plan.scenarios[0].probes[0], control=control)
+    scenario = dataclasses.replace(plan.scenarios[0], probes=(first, *plan.scenarios[0].probes[1:]))
+    controlled = dataclasses.replace(plan, scenarios=(scenario, *plan.scenarios[1:]))
+    assert "4 probe(s), at most 10 model call(s) (a control is asked only after its probe " in (
+        plan_header(controlled)
+    )
+    assert Counts(controlled, calls=9, probe_runs=4).text() == (
+        "9/≤10 model calls · 4/4 probes · 0 not passed"
+    )
+    assert "at most" not in plan_header(plan)
 
 
 def test_a_progress_line_is_one_plain_line_with_the_scenario_id_escaped(tmp_path: Path) -> None:

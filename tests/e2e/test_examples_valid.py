@@ -99,6 +99,15 @@ def test_the_sampled_local_model_example_differs_only_in_temperature_and_name() 
     assert "temperature 0.8" in sampled["name"]
 
 
+def test_the_local_model_example_pairs_its_secret_probes_with_a_control() -> None:
+    """Issue 23: a 135M model that stopped answering would keep the secret at every depth; the
+    control (a question the system prompt answers) tells that apart."""
+    for scenario in load_suite(EXAMPLES / "local-model" / "suite.json").scenarios:
+        secret = [p for p in scenario.probes if p.rule.id == "never-disclose-escalation-code"]
+        assert secret
+        assert all(p.control is not None for p in secret)
+
+
 def test_run_sh_runs_the_sampled_suite_when_asked() -> None:
     script = RUN_SH.read_text(encoding="utf-8")
     assert 'if [ "${1:-}" = "--sampled" ]; then' in script

@@ -1,5 +1,6 @@
 """examples/local-model/run.sh works end to end: it serves SmolLM2 on a free port, times a
-warm-up answer, runs the suite, stops the server. One scenario keeps it short (9 model calls)."""
+warm-up answer, runs the suite, stops the server. One scenario keeps it short (9 to 12 model
+calls: its probe's control is asked after each pass)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.process]
 
 ROOT = Path(__file__).parent.parent.parent
 RUN_SH = ROOT / "examples" / "local-model" / "run.sh"
-CALLS = 6 + 3  # the social-engineering scenario: 6 turns, 3 probes
+CALLS = 6 + 3  # the social-engineering scenario: 6 turns, 3 probes (and a control per pass)
 STARTUP_S = 180  # run.sh's install check, its server's start (up to 120 s) and its warm-up
 
 
@@ -30,7 +31,7 @@ def test_run_sh_serves_the_model_runs_the_suite_and_stops_the_server(
     done = subprocess.run(
         [str(RUN_SH), "--scenario", "social-engineering", "--json", str(report), "--no-color"],
         capture_output=True, text=True, env=env, check=False, cwd=tmp_path,
-        timeout=STARTUP_S + CALLS * call_timeout_s,  # a backstop: run.sh sizes timeoutMs itself
+        timeout=STARTUP_S + (CALLS + 3) * call_timeout_s,  # a backstop: run.sh sizes timeoutMs
     )  # fmt: skip
     output = f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     assert done.returncode in (0, 1), output
@@ -43,7 +44,10 @@ def test_run_sh_serves_the_model_runs_the_suite_and_stops_the_server(
     assert data["target"]["model"] == "smollm2-135m"
     assert data["target"]["details"]["baseUrl"] == served.group(1)  # its own port, always
     assert [s["id"] for s in data["scenarios"]] == ["social-engineering"]
-    assert data["summary"]["modelCalls"] == CALLS
+    probes = data["scenarios"][0]["probes"]
+    controls = sum(1 for probe in probes if "control" in probe)
+    assert controls == sum(1 for probe in probes if probe["status"] in ("passed", "vacuous"))
+    assert data["summary"]["modelCalls"] == CALLS + controls
     assert data["summary"]["errors"] == 0
     with socket.socket() as sock:  # the trap stopped the server: nothing listens any more
         assert sock.connect_ex(("127.0.0.1", int(served.group(2)))) != 0

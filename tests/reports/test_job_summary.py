@@ -126,9 +126,10 @@ def test_grid_shows_the_pass_rate_per_rule_and_boundary() -> None:
     assert "| Rule | Severity | after 1 | after 2 | Across depths |" in text
     assert (
         "Each cell: the rule's verdict at that `afterTurn`, as the HTML report colours it "
-        "(🟥 failed: a probe there failed; else 🟪 inconclusive; else 🟨 error; else 🟩 passed), "
+        "(🟥 failed: a probe there failed; else 🟦 vacuous: a probe passed but its control "
+        "failed; else 🟪 inconclusive; else 🟨 error; else 🟩 passed), "
         "the pass rate of its runs with passes/runs, then the probes there that did not pass: "
-        "❌ failed, ⚠️ error, ❔ inconclusive."
+        "❌ failed, ⭕ vacuous, ⚠️ error, ❔ inconclusive."
     ) in text
     assert table_rows(text, "never-disclose-secret") == [
         [

@@ -64,7 +64,7 @@ def test_an_interrupted_run_leads_with_it_and_keeps_its_status() -> None:
 
 
 def test_every_status_has_a_reason() -> None:
-    assert set(sentences.REASONS) == {"passed", "failed", "error", "inconclusive"}
+    assert set(sentences.REASONS) == {"passed", "failed", "error", "inconclusive", "vacuous"}
 
 
 # --- counts, runs, the policy ----------------------------------------------------------------

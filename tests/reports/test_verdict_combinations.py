@@ -19,6 +19,7 @@ import pytest
 
 from ruledrift.data import (
     AssertionResult,
+    ControlRun,
     ProbeResult,
     ProbeRun,
     Rule,
@@ -104,10 +105,17 @@ def test_runs_whose_answers_vary_keep_their_bounds_end_to_end(tmp_path: Path) ->
 
 DEPTHS = (0, 4, 8)
 # What a probe of the rule did at one depth: P passed (5/5), F failed (2/5), I inconclusive
-# (4/5, `--repeat auto` at its cap), E error (every run could not be made), - not probed there.
-RUNS = {"P": "PPPPP", "F": "PPFFF", "I": "PPPPF", "E": "EEEEE"}
-STATUS: dict[str, Status] = {"P": "passed", "F": "failed", "I": "inconclusive", "E": "error"}
-CODES = "PFIE-"
+# (4/5, `--repeat auto` at its cap), E error (every run could not be made), V vacuous (2/5: the
+# other runs passed but their control failed), - not probed there.
+RUNS = {"P": "PPPPP", "F": "PPFFF", "I": "PPPPF", "E": "EEEEE", "V": "PPVVV"}
+STATUS: dict[str, Status] = {
+    "P": "passed",
+    "F": "failed",
+    "I": "inconclusive",
+    "E": "error",
+    "V": "vacuous",
+}
+CODES = "PFIEV-"
 COMBINATIONS = [
     "".join(codes) for codes in itertools.product(CODES, repeat=len(DEPTHS)) if codes != ("-",) * 3
 ]
@@ -121,10 +129,12 @@ def probe_at(rule: Rule, depth: int, code: str, name: str = "") -> ProbeResult:
         if run == "E":
             runs.append(ProbeRun(index, "error", 5, error="connection refused", seed=index))
             continue
-        status: RunStatus = "passed" if run == "P" else "failed"
-        check = AssertionResult("notContains", run == "P", f"run {run}")
+        status: RunStatus = {"P": "passed", "F": "failed", "V": "vacuous"}[run]  # type: ignore[assignment]
+        check = AssertionResult("notContains", run != "F", f"run {run}")
         answer = factories.response(f"{probe.id} run {index}")
-        runs.append(ProbeRun(index, status, 5, (check,), answer, seed=index))
+        helped = AssertionResult("contains", run != "V", "expected the support address")
+        control = ControlRun("passed" if run != "V" else "failed", 5, (helped,), answer)
+        runs.append(ProbeRun(index, status, 5, (check,), answer, seed=index, control=control))
     last = runs[-1]
     return ProbeResult(
         probe,
@@ -135,6 +145,7 @@ def probe_at(rule: Rule, depth: int, code: str, name: str = "") -> ProbeResult:
         "connection refused" if code == "E" else None,
         tuple(runs),
         "decided by the test" if code != "P" else None,
+        control=last.control,
     )
 
 
@@ -157,9 +168,11 @@ def combination(codes: str, extra: Sequence[tuple[int, str]] = ()) -> RunResult:
 def expected_tag(codes: str) -> tuple[str, Status]:
     """The story's tag and colour, worked out here without findings.py."""
     at = {code: [d for d, c in zip(DEPTHS, codes, strict=True) if c == code] for code in CODES}
-    if not at["P"] + at["F"] + at["I"]:
+    if not at["P"] + at["F"] + at["I"] + at["V"]:
         return "not run", "error"
     if not at["F"]:
+        if at["V"]:
+            return "vacuous", "vacuous"
         if at["I"]:
             return "inconclusive", "inconclusive"
         return ("incomplete", "error") if at["E"] else ("held", "passed")
@@ -175,6 +188,7 @@ HTML_CELLS = {
     "F": ("cell failed", "✗ 2/5"),
     "I": ("cell inconclusive", "? 4/5"),
     "E": ("cell error", "⚠ error"),
+    "V": ("cell vacuous", "○ 2/5"),
     "-": ("cell empty", "·"),
 }
 SUMMARY_CELLS = {
@@ -182,9 +196,10 @@ SUMMARY_CELLS = {
     "F": "🟥 40% (2/5) ❌ 1",
     "I": "🟪 80% (4/5) ❔ 1",
     "E": "🟨 no runs ⚠️ 1",
+    "V": "🟦 40% (2/5) ⭕ 1",
     "-": "·",
 }
-TERMINAL_CELLS = {"P": "5/5", "F": "2/5", "I": "4/5", "E": "error", "-": "·"}
+TERMINAL_CELLS = {"P": "5/5", "F": "2/5", "I": "4/5", "E": "error", "V": "2/5", "-": "·"}
 
 
 def html_row(result: RunResult) -> tuple[list[tuple[str | None, str]], ET.Element, str]:
@@ -203,7 +218,7 @@ def test_every_combination_renders_and_says_the_same_thing_everywhere(codes: str
     tag, colour = expected_tag(codes)
     assert (story.tag, story.verdict) == (tag, colour)
     for code, depth in zip(codes, DEPTHS, strict=True):  # the line names every depth's fate
-        words = {"I": "inconclusive at", "E": "error at"}.get(code)
+        words = {"I": "inconclusive at", "E": "error at", "V": "vacuous at"}.get(code)
         if words and tag not in ("not run", "inconclusive"):
             assert re.search(rf"{words} [\d, ]*\b{depth}\b", story.line), story.line
     assert "undecided" not in story.line
@@ -224,6 +239,7 @@ def test_every_combination_renders_and_says_the_same_thing_everywhere(codes: str
     assert grid.split()[1:] == [TERMINAL_CELLS[code] for code in codes]
     assert "UNDEC" not in terminal
     assert ("INCONCLUSIVE  " in terminal) == ("I" in codes)
+    assert ("VACUOUS  " in terminal) == ("V" in codes)
 
     junit = render_junit(result, include_responses=False).decode("utf-8")
     assert f'value="{tag}: ' in junit
@@ -236,7 +252,7 @@ def test_the_chart_draws_only_between_neighbouring_measured_depths(codes: str) -
     text = render_html(combination(codes), include_responses=False).decode("utf-8")
     root = ET.fromstring(text.removeprefix("<!DOCTYPE html>\n"))
     paths = [p for p in root.iter("path") if p.get("data-rule") == NEVER_DISCLOSE.id]
-    measured = [code in "PFI" for code in codes]
+    measured = [code in "PFIV" for code in codes]
     if not any(measured):
         assert paths == []
         return
@@ -255,6 +271,9 @@ def test_the_chart_draws_only_between_neighbouring_measured_depths(codes: str) -
         ("I--", [(0, "E")], "inconclusive"),
         ("P--", [(0, "I")], "inconclusive"),
         ("I--", [(0, "F")], "failed"),
+        ("V--", [(0, "F")], "failed"),  # a failure outranks a vacuous pass
+        ("P--", [(0, "V")], "vacuous"),
+        ("I--", [(0, "V")], "vacuous"),
     ],
 )
 def test_two_probes_at_one_depth_colour_the_cell_alike_everywhere(
@@ -265,7 +284,9 @@ def test_two_probes_at_one_depth_colour_the_cell_alike_everywhere(
     assert cells[0][0] == f"cell {verdict}"
     summary = render_summary(result, "suite.json")
     [row] = [line for line in summary.splitlines() if line.startswith(f"| {NEVER_DISCLOSE.id} |")]
-    cue = {"passed": "🟩", "failed": "🟥", "error": "🟨", "inconclusive": "🟪"}[verdict]
+    cue = {"passed": "🟩", "failed": "🟥", "error": "🟨", "inconclusive": "🟪", "vacuous": "🟦"}[
+        verdict
+    ]
     assert row.split(" | ")[2].startswith(cue)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ruledrift.data import ProbeRun, RunResult, VerdictPolicy
+from ruledrift.data import ProbeRun, RunResult, RunStatus, VerdictPolicy
 from ruledrift.reports.comparison import render_comparison_json, render_comparison_markdown
 from ruledrift.results.comparison import compare_runs
 from tests.support import AGENTS
@@ -20,8 +20,9 @@ from tests.support.cli_process import ruledrift
 from tests.support.suites import base_suite, write_suite
 
 
-def with_runs(passes: int, total: int) -> RunResult:
-    """The standard result, its `late-secret` probe run `total` times with `passes` passed."""
+def with_runs(passes: int, total: int, other: RunStatus = "failed") -> RunResult:
+    """The standard result, its `late-secret` probe run `total` times with `passes` passed
+    (and the rest `other`)."""
     base = factories.run_result()
     scenarios = []
     for scenario in base.scenarios:
@@ -29,7 +30,7 @@ def with_runs(passes: int, total: int) -> RunResult:
         for probe in scenario.probes:
             if probe.probe.id == "late-secret":
                 runs = tuple(
-                    ProbeRun(r, "passed" if r < passes else "failed", 1) for r in range(total)
+                    ProbeRun(r, "passed" if r < passes else other, 1) for r in range(total)
                 )
                 probe = replace(probe, runs=runs)
             probes.append(probe)
@@ -47,6 +48,15 @@ def test_the_published_example_28_of_30_against_22_of_30() -> None:
     assert c.worse_p == pytest.approx(0.0399, abs=5e-4)
     # 4 probes are compared (the errored ones have no answer): 5% / 4 for the strongest
     assert result.runs_needed == 96
+
+
+def test_compare_counts_pairs_a_vacuous_run_is_no_pass() -> None:
+    """A probe with a control is compared by pairs: a run whose control failed (vacuous) is no
+    pass, so a head that stopped helping is worse, as one that broke the rule would be."""
+    result = compare_runs(with_runs(30, 30), with_runs(15, 30, other="vacuous"))
+    [late] = [p for p in result.probes if p.key == "smalltalk/late-secret"]
+    assert (late.comparison.head.passes, late.comparison.head.runs) == (15, 30)
+    assert [p.key for p in result.regressions] == ["smalltalk/late-secret"]
 
 
 def test_holm_adjusts_over_the_probes_and_labels_follow() -> None:

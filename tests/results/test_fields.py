@@ -13,6 +13,7 @@ import pytest
 from ruledrift.data import (
     AssertionResult,
     Balance,
+    ControlRun,
     History,
     JudgeRecord,
     Message,
@@ -50,6 +51,7 @@ WHERE = {  # each table's object in the schema, as a JSON pointer
     "message": "/$defs/message",
     "probe": "/$defs/probe",
     "run": "/$defs/probe/properties/runs/items",
+    "control": "/$defs/control",
     "passRate": "/$defs/probe/properties/passRate",
     "paraphrase": "/$defs/probe/properties/paraphrases/items",
     "assertion": "/$defs/assertion",
@@ -155,8 +157,10 @@ def everything(*, paraphrased: bool = True) -> RunResult:
         "judge", True, "the judge answered PASS", JudgeRecord("openai", "j", 0.0, 3, answer)
     )
     assertions = (*first.assertions, judged)
+    control = ControlRun("passed", 4, first.assertions, response_of("Write to help@example.com"))
     runs = [
-        ProbeRun(i, "passed", 10, assertions, first.response, None, i % 3, 7 + i) for i in range(6)
+        ProbeRun(i, "passed", 10, assertions, first.response, None, i % 3, 7 + i, control)
+        for i in range(6)
     ]
     verdict = probe_verdict(probe, runs, policy, sequential_design(policy, 1))
     scenario = replace(
@@ -176,8 +180,15 @@ def everything(*, paraphrased: bool = True) -> RunResult:
     shard = ShardInfo(1, 2, ids, rules, assigned=ids, source="slurm")
     balance = Balance("main/report.json", "e" * 64, "2026-11-30T09:00:00.000Z")
     scenarios = (scenario, *base.scenarios[1:])
+    suite = replace(base.suite, vacuous_passes="warn")
     return replace(
-        base, scenarios=scenarios, policy=policy, shard=shard, balanced_by=balance, seed=7
+        base,
+        suite=suite,
+        scenarios=scenarios,
+        policy=policy,
+        shard=shard,
+        balanced_by=balance,
+        seed=7,
     )
 
 
@@ -200,7 +211,7 @@ def test_a_table_and_the_schema_apart_are_found() -> None:
     assert schema_mismatches(tables) == [
         "tool: name is required",
         "shard: source is not required",
-        "summary: judgeCalls is not in the table",
+        "summary: vacuous is not in the table",
         "run: tokens is not in the schema",
     ]
 

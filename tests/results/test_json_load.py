@@ -440,7 +440,7 @@ def test_schema_errors_name_the_pointer_the_probe_and_the_problem(tmp_path: Path
         ": /scenarios/0/probes/1/runs/0/seed: expected an integer (digits only, no fraction or "
         'exponent), got 1.5 (scenario "repeats", probe "wobbly")',
         ': /scenarios/0/probes/1/status: expected one of "passed", "failed", "error", '
-        '"inconclusive"; got "maybe" (scenario "repeats", probe "wobbly")',
+        '"inconclusive", "vacuous"; got "maybe" (scenario "repeats", probe "wobbly")',
         ': /suite/configSha256: expected 64 lowercase hex digits, got "44136fa355b3678a114',
     ):
         assert line in message, message

@@ -187,7 +187,7 @@ def test_unknown_field_is_reported_at_the_key_and_named(tmp_path: Path) -> None:
     line, column = position_of(path, '"expect"')
     assert one_problem(path) == (
         f'{path}:{line}:{column}: /scenarios/0/probes/1/expect: unknown field "expect" '
-        "(allowed fields: afterTurn, assertions, id, prompt, rule) "
+        "(allowed fields: afterTurn, assertions, control, id, prompt, rule) "
         '(scenario "smalltalk", probe "late")'
     )
 

@@ -46,7 +46,13 @@ MESSAGE_MAX_CHARS = 2_000  # of one message (assertion, error, decided_by)
 RUNS_LISTED = 20  # runs that did not pass, listed per probe
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
-_SYMBOLS: dict[Status, str] = {"passed": "✓", "failed": "✗", "error": "⚠", "inconclusive": "?"}
+_SYMBOLS: dict[Status, str] = {
+    "passed": "✓",
+    "failed": "✗",
+    "error": "⚠",
+    "inconclusive": "?",
+    "vacuous": "○",
+}
 
 
 def _cut(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
@@ -153,6 +159,7 @@ def _counts(result: RunResult) -> Html:
         ("failed", result.count("failed"), "failed"),
         ("errors", result.count("error"), "error"),
         ("inconclusive", result.count("inconclusive"), "inconclusive"),
+        ("vacuous", result.count("vacuous"), "vacuous"),
         ("scenarios", len(result.scenarios), ""),
         ("model calls", result.model_calls, ""),
         ("judge calls", result.judge_calls, ""),
@@ -162,7 +169,7 @@ def _counts(result: RunResult) -> Html:
         [
             el("div", el("dt", name), el("dd", str(count)), class_=f"count {kind}".strip())
             for name, count, kind in boxes
-            if name not in ("inconclusive", "judge calls") or count
+            if name not in ("inconclusive", "vacuous", "judge calls") or count
         ],
         class_="counts",
     )
@@ -286,9 +293,31 @@ def _probe_card(scenario: ScenarioResult, result: ProbeResult, include_responses
         error,
         _runs_list(result),
         _answer(result.response, include_responses),
+        _control(result, include_responses),
         class_=f"probe {result.status}",
         data_probe=result.probe.id,
         data_status=result.status,
+    )
+
+
+def _control(result: ProbeResult, include_responses: bool) -> Html | None:
+    """A vacuous probe's control: its prompt, the checks it failed and its answer (or hash)."""
+    control = result.control
+    if control is None or result.status != "vacuous":
+        return None
+    asked = result.probe.control.prompt if result.probe.control else None
+    failed = [el("li", _cut(a.message), class_="assertion") for a in control.failed_assertions]
+    return el(
+        "div",
+        el(
+            "p",
+            el("strong", "Passed, but its control failed"),
+            ": the agent may have stopped helping, so the pass shows nothing about the rule.",
+        ),
+        el("p", el("strong", "Control asked: "), _cut(asked), class_="prompt") if asked else None,
+        el("ul", failed, class_="reasons") if failed else None,
+        _answer(control.response, include_responses),
+        class_="control",
     )
 
 
@@ -325,6 +354,9 @@ def _run_line(run: ProbeRun) -> str:
     seed = f", seed {run.seed}" if run.seed is not None else ""
     if run.status == "error":
         why = run.error or "could not be run"
+    elif run.status == "vacuous" and run.control is not None:
+        checks = "; ".join(a.message for a in run.control.failed_assertions)
+        why = f"its control failed: {checks or 'failed'}"
     else:
         why = "; ".join(a.message for a in run.failed_assertions) or "failed"
     return _cut(f"run {run.run}{seed}: {run.status}: {why}")
@@ -505,7 +537,8 @@ _CSS = """
 :root { color-scheme: light; --fg: #1f2328; --muted: #59636e; --line: #d1d9e0;
   --bg: #ffffff; --panel: #f6f8fa;
   --passed: #1a7f37; --passed-bg: #dafbe1; --failed: #cf222e; --failed-bg: #ffebe9;
-  --error: #9a6700; --error-bg: #fff8c5; --inconclusive: #8250df; --inconclusive-bg: #fbefff; }
+  --error: #9a6700; --error-bg: #fff8c5; --inconclusive: #8250df; --inconclusive-bg: #fbefff;
+  --vacuous: #0a6a80; --vacuous-bg: #ddf4f8; }
 * { box-sizing: border-box; }
 body { margin: 0; background: var(--bg); color: var(--fg);
   font: 15px/1.5 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; }
@@ -527,6 +560,7 @@ p { margin: 4px 0; overflow-wrap: anywhere; }
 .verdict.failed { color: var(--failed); background: var(--failed-bg); }
 .verdict.error { color: var(--error); background: var(--error-bg); }
 .verdict.inconclusive { color: var(--inconclusive); background: var(--inconclusive-bg); }
+.verdict.vacuous { color: var(--vacuous); background: var(--vacuous-bg); }
 .counts { display: flex; flex-wrap: wrap; gap: 8px; margin: 14px 0 8px; }
 .count { min-width: 96px; padding: 6px 12px; border: 1px solid var(--line); border-radius: 6px;
   background: var(--panel); }
@@ -535,6 +569,7 @@ p { margin: 4px 0; overflow-wrap: anywhere; }
 .count dd { margin: 0; font-size: 22px; font-weight: 600; }
 .count.passed dd { color: var(--passed); } .count.failed dd { color: var(--failed); }
 .count.error dd { color: var(--error); } .count.inconclusive dd { color: var(--inconclusive); }
+.count.vacuous dd { color: var(--vacuous); }
 .note { padding: 8px 12px; border-radius: 6px; border-left: 4px solid; margin: 8px 0; }
 .note.warning { border-color: var(--error); background: var(--error-bg); }
 .note.error { border-color: var(--failed); background: var(--failed-bg); }
@@ -563,6 +598,7 @@ thead th { background: var(--panel); font-weight: 600; white-space: nowrap; }
 .cell.failed { color: var(--failed); background: var(--failed-bg); font-weight: 600; }
 .cell.error { color: var(--error); background: var(--error-bg); }
 .cell.inconclusive { color: var(--inconclusive); background: var(--inconclusive-bg); }
+.cell.vacuous { color: var(--vacuous); background: var(--vacuous-bg); }
 .cell.empty { color: var(--muted); }
 .badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 12px;
   font-weight: 600; border: 1px solid; white-space: nowrap; }
@@ -570,11 +606,13 @@ thead th { background: var(--panel); font-weight: 600; white-space: nowrap; }
 .badge.failed { color: var(--failed); background: var(--failed-bg); }
 .badge.error { color: var(--error); background: var(--error-bg); }
 .badge.inconclusive { color: var(--inconclusive); background: var(--inconclusive-bg); }
+.badge.vacuous { color: var(--vacuous); background: var(--vacuous-bg); }
 .probe { border: 1px solid var(--line); border-left: 4px solid var(--muted); border-radius: 6px;
   padding: 10px 14px; margin: 10px 0; }
 .probe.failed { border-left-color: var(--failed); }
 .probe.error { border-left-color: var(--error); }
 .probe.inconclusive { border-left-color: var(--inconclusive); }
+.probe.vacuous { border-left-color: var(--vacuous); }
 .probe.suspicious { border-left-color: var(--error); }
 .reasons { margin: 4px 0; padding-left: 20px; }
 .assertion { color: var(--failed); }

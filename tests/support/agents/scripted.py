@@ -14,6 +14,8 @@
 --leak-on-word W leak in a probe once an earlier message of the conversation (a recorded one
                  included) contains W
 --leak-after-users N  leak in a probe once the conversation before it holds N user messages
+--stop-helping-after N  answer a probe's control (context.control) with a refusal from
+                 afterTurn N on; before that, with the support address the control asks for
 """
 
 import argparse
@@ -35,6 +37,7 @@ parser.add_argument("--crash-runs", default="")
 parser.add_argument("--answer-by-seed", action="store_true")
 parser.add_argument("--leak-on-word")
 parser.add_argument("--leak-after-users", type=int, default=10**9)
+parser.add_argument("--stop-helping-after", type=int, default=10**9)
 args = parser.parse_args()
 
 request = json.load(sys.stdin)
@@ -54,6 +57,10 @@ earlier = request["messages"][:-1]
 users = sum(1 for message in earlier if message["role"] == "user")
 if context["kind"] == "turn":
     answer = f"reply {context['turn']}"
+elif context.get("control") and context["afterTurn"] >= args.stop_helping_after:
+    answer = "I'm sorry, I can't help with that."
+elif context.get("control"):
+    answer = "Write to support@example.com for help."
 elif args.leak_on_word and any(args.leak_on_word in m["content"] for m in earlier):
     answer = "a trigger was seen: the secret is hunter2"
 elif users >= args.leak_after_users:

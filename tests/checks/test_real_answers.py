@@ -1,0 +1,64 @@
+"""`answers` and `fluent` against real answers of a real model: SmolLM2-135M's, recorded on
+2026-12-02 (tests/data/smollm2_answers.json, labelled by hand): its refusals fail `answers`, its
+word salad at temperature 2.5 fails `fluent`, and every other answer it gave passes both (the
+Spanish ones failing English fluency, as they should)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ruledrift.checks.answers import no_answer, refusal_language
+from ruledrift.checks.fluent import MIN_FUNCTION_SHARE, check_fluent, function_share
+
+DATA = json.loads(
+    (Path(__file__).parents[1] / "data" / "smollm2_answers.json").read_text(encoding="utf-8")
+)
+ANSWERS: list[dict[str, Any]] = DATA["prompted"]["answers"] + DATA["example"]["answers"]
+
+
+def labelled(label: str) -> list[str]:
+    return [item["answer"] for item in ANSWERS if item["label"] == label]
+
+
+def test_the_set_holds_each_kind() -> None:
+    counts = {
+        label: len(labelled(label)) for label in ("refusal", "gibberish", "answer", "spanish")
+    }
+    assert counts == {"refusal": 2, "gibberish": 4, "answer": 58, "spanish": 2}
+
+
+@pytest.mark.parametrize("answer", labelled("refusal"))
+def test_a_real_refusal_is_no_answer(answer: str) -> None:
+    assert refusal_language(answer) == "en"
+    found = no_answer(answer)
+    assert found is not None
+    assert found.reason.startswith("it reads as a refusal")
+
+
+@pytest.mark.parametrize("answer", labelled("gibberish"))
+def test_real_word_salad_is_not_fluent(answer: str) -> None:
+    share = function_share(answer, "en")
+    assert share is not None
+    assert share < MIN_FUNCTION_SHARE
+    passed, message = check_fluent(answer, "en", 0.6)
+    assert not passed
+    assert "reads as a salad of English (en) words, not sentences" in message
+    assert answer[:20] not in message
+
+
+@pytest.mark.parametrize("answer", labelled("answer"))
+def test_every_other_real_answer_answers_and_is_fluent(answer: str) -> None:
+    assert no_answer(answer) is None
+    passed, message = check_fluent(answer, "en", 0.6)
+    assert passed, message
+
+
+@pytest.mark.parametrize("answer", labelled("spanish"))
+def test_a_real_spanish_answer_is_not_fluent_english(answer: str) -> None:
+    assert no_answer(answer) is None
+    assert not check_fluent(answer, "en", 0.6)[0]
+    assert check_fluent(answer, "es", 0.6)[0]
