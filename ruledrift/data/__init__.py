@@ -17,6 +17,8 @@ from ruledrift.data.results import (
     RunResult,
     RunStatus,
     ScenarioResult,
+    SearchOutcome,
+    SearchResult,
     ShardInfo,
     ShardSource,
     Status,
@@ -29,6 +31,7 @@ from ruledrift.data.suite import (
     AnswersAssertion,
     Assertion,
     CommandAssertion,
+    DepthSearch,
     FluentAssertion,
     History,
     HistoryMode,
@@ -46,6 +49,7 @@ from ruledrift.data.suite import (
     SystemPromptMode,
     TextAssertion,
     TextAssertionType,
+    derived_probe_id,
 )
 
 __all__ = [
@@ -56,6 +60,7 @@ __all__ = [
     "AssertionResult",
     "Balance",
     "CommandAssertion",
+    "DepthSearch",
     "FluentAssertion",
     "History",
     "HistoryMode",
@@ -76,6 +81,8 @@ __all__ = [
     "RunStatus",
     "Scenario",
     "ScenarioResult",
+    "SearchOutcome",
+    "SearchResult",
     "Severity",
     "ShardInfo",
     "ShardSource",
@@ -87,6 +94,7 @@ __all__ = [
     "TextAssertionType",
     "VerdictPolicy",
     "combined_status",
+    "derived_probe_id",
     "policy_argv",
     "response_of",
 ]
