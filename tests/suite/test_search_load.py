@@ -40,7 +40,8 @@ def test_a_search_loads_beside_the_probes_and_plays_to_its_upper_bound(tmp_path:
         3,
         "never-disclose-secret",
     )
-    assert search.at(2).id == "late-after-2" and search.at(2).after_turn == 2
+    assert search.at(2).id == "late-after-2"
+    assert search.at(2).after_turn == 2
     assert search.most_points == 3  # 1 and 3, then 2
     assert scenario.turns_needed == 3
     assert scenario.decisions == 1 + 3
@@ -51,7 +52,8 @@ def test_repeat_turns_plays_the_turns_that_many_times_in_order(tmp_path: Path) -
     suite = load_suite(write_suite(tmp_path, searching(0, 9, repeatTurns=3)))
     scenario = suite.scenarios[0]
     assert scenario.turns == ("hello", "how are you?", "tell me a joke") * 3
-    assert scenario.turn_count == 9 and scenario.repeat_turns == 3
+    assert scenario.turn_count == 9
+    assert scenario.repeat_turns == 3
 
 
 def test_bounds_beyond_the_turns_are_named_at_the_bound(tmp_path: Path) -> None:
