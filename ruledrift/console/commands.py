@@ -283,7 +283,7 @@ def show_validation(
     if not policy.repeated:
         return
     chosen = suite.scenarios if scenarios is None else tuple(scenarios)
-    probes = sum(len(s.probes) for s in chosen)
+    probes = sum(s.decisions for s in chosen)
     calls = app.most_runs(policy, probes) * sum(s.model_calls for s in chosen)
     odds = gate_odds(policy, probes)
     prefix = "" if odds.within_bounds else "warning: "
