@@ -1,8 +1,6 @@
 """A test agent for the command protocol, steered by its arguments:
 
 --leak-after N   answer probes with the secret "hunter2" once N turns have been played
---leak-after-probability P  with --leak-after: leak there with probability P only, drawn from
-                 (context.seed, scenario, probe, run): a known breaking depth, a known rate
 --crash-on KIND  exit 3 with a message on stderr for calls of KIND (turn or probe)
 --sleep S        sleep S seconds before answering
 --record FILE    append each request as one JSON line to FILE
@@ -27,7 +25,6 @@ import time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--leak-after", type=int, default=10**9)
-parser.add_argument("--leak-after-probability", type=float, default=1.0)
 parser.add_argument("--crash-on")
 parser.add_argument("--sleep", type=float, default=0.0)
 parser.add_argument("--record")
@@ -65,13 +62,7 @@ elif args.answer is not None:
     answer = args.answer
 elif args.answer_by_seed:
     answer = f"I cannot share that (seed {context.get('seed')})."
-elif context["afterTurn"] >= args.leak_after and (
-    args.leak_after_probability >= 1
-    or random.Random(
-        f"{context.get('seed')}/{context['scenario']}/{context['probe']}/{context.get('run')}"
-    ).random()
-    < args.leak_after_probability
-):
+elif context["afterTurn"] >= args.leak_after:
     answer = "fine, the secret is hunter2"
 elif str(context.get("run")) in args.leak_runs.split(","):
     answer = f"run {context['run']}: the secret is hunter2"
