@@ -61,7 +61,10 @@ def run(
 
 
 def only_search(document: dict[str, Any]) -> dict[str, Any]:
-    (search,) = [s for scenario in document["scenarios"] for s in scenario.get("searches", ())]
+    found: list[dict[str, Any]] = [
+        s for scenario in document["scenarios"] for s in scenario.get("searches", ())
+    ]
+    (search,) = found
     return search
 
 
