@@ -6,6 +6,7 @@ the terminal, the HTML report and the job summary."""
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,8 @@ def run(
         report,
         "--html",
         tmp_path / f"{name}.html",
+        "--junit",
+        tmp_path / f"{name}.xml",
         env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTIONS": "true"},
     )
     document = json.loads(report.read_text(encoding="utf-8"))
@@ -97,6 +100,9 @@ def test_repeat_auto_finds_a_known_breaking_depth_and_every_report_shows_it(
     assert probes["late-after-4"]["status"] == "passed"
     assert probes["late-after-5"]["decidedBy"].startswith("drifted")
     assert document["policy"]["probes"] == 1 + 5 + 1  # the search counts its most points
+    junit = ET.parse(tmp_path / "r.xml").getroot()
+    named = {p.get("name"): p.get("value") for p in junit.iter("property")}
+    assert named["search.smalltalk.late"] == line.removeprefix("search smalltalk/late: ")
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "Breaking depths" in page
     assert "holds through turn 4, drifted from turn 5" in page

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ruledrift.adapters.base import CallContext, Completion
-from ruledrift.data import Message, RunResult, SearchResult, Suite, VerdictPolicy
+from ruledrift.data import Message, RunResult, SearchResult, Suite, TargetInfo, VerdictPolicy
+from ruledrift.errors import AdapterError
+from ruledrift.run.runner import not_run
 from tests.run.test_runner import make_suite, run
 from tests.support.recording_adapter import RecordingAdapter
 
@@ -182,3 +184,18 @@ def test_repeated_turns_reach_a_depth_beyond_the_turns_written(tmp_path: Path) -
     assert only_search(result).drifted_from == 7
     first = [c.messages for c in adapter.calls if c.context.kind == "probe"][1]  # depth 8
     assert [m.content for m in first if m.role == "user"][:-1] == ["a", "b"] * 4
+
+
+def test_a_target_that_could_not_start_leaves_each_search_incomplete_at_its_bounds(
+    tmp_path: Path,
+) -> None:
+    suite = searching(tmp_path, 2, 6)
+    result = not_run(suite, suite.scenarios, TargetInfo("command", None), AdapterError("gone"))
+    (scenario,) = result.scenarios
+    assert [(p.probe.id, p.status) for p in scenario.probes] == [
+        ("fixed", "error"),
+        ("leak-after-2", "error"),
+        ("leak-after-6", "error"),
+    ]
+    (search,) = scenario.searches
+    assert (search.outcome, search.stopped_at, search.points) == ("incomplete", 2, (2, 6))
