@@ -153,6 +153,7 @@ class _ScenarioRun:
     judges: Judges | None = None  # who asks `judge` assertions' models
     judge_calls: int = 0
     points: tuple[Probe, ...] = ()  # the depths its searches ask in this run (`run.search`)
+    first_runs: Mapping[str, int] = field(default_factory=dict)  # each point's first run
 
     @property
     def probes(self) -> tuple[Probe, ...]:
@@ -214,10 +215,13 @@ class _ScenarioRun:
         self.calls += 1
 
     def paraphrase(self, probe: Probe) -> int:
-        """The paraphrase this run asks: with repeats drawn (`draw_paraphrase`), else the first."""
+        """The paraphrase this run asks: with repeats drawn (`draw_paraphrase`), else the first.
+        A search's point counts its own runs (from the run that first asked it), so its
+        wordings stay balanced as any probe's."""
         if not self.draw:
             return 0
-        return draw_paraphrase(probe, self.scenario.id, self.run, self.seed)
+        own_run = self.run - self.first_runs.get(probe.id, 0)
+        return draw_paraphrase(probe, self.scenario.id, own_run, self.seed)
 
     async def _play_turn(self, turn: int) -> str | None:
         """Background turn `turn`: the user message, then its recorded answer (replay: no
@@ -370,6 +374,7 @@ class _ScenarioRuns:
     runs: list[_ScenarioRun] = field(default_factory=list)
     finished: int = 0  # runs played to their end
     points: dict[str, dict[int, Probe]] = field(default_factory=dict)
+    first_runs: dict[str, int] = field(default_factory=dict)  # by point id: the run first asking
 
     def runs_of(self, probe: Probe) -> list[ProbeRun]:
         return [found for run in self.runs if (found := run.probe_runs().get(probe.id))]
@@ -393,6 +398,7 @@ class _ScenarioRuns:
             points = self.points.setdefault(search.id, {})
             for depth in next_depths(search, self.verdicts(search)):
                 point = points.setdefault(depth, search.at(depth))
+                self.first_runs.setdefault(point.id, len(self.runs))
                 asked.add(point.id)
         return frozenset(asked)
 
@@ -491,6 +497,7 @@ async def run_suite(
             secrets=hidden,
             judges=judges,
             points=book.asked_points(),
+            first_runs=book.first_runs,
         )
         book.runs.append(run)
         return run
