@@ -178,3 +178,29 @@ def test_validate_accepts_a_search_and_counts_it_once(tmp_path: Path) -> None:
     done = ruledrift("validate", search_suite(tmp_path, 5))
     assert done.returncode == 0, done.stderr
     assert "3 probe(s)" in done.stdout
+
+
+def test_the_tokens_at_the_breaking_depth_come_from_an_openai_servers_counts(
+    tmp_path: Path,
+) -> None:
+    from tests.support.openai_fake import FakeOpenAI
+
+    def answer(messages: Any) -> str:
+        depth = sum(1 for m in messages if m["role"] == "user") - 1
+        return "fine, the secret is hunter2" if depth >= 5 else "I cannot share that."
+
+    data = json.loads(search_suite(tmp_path, 5).read_text(encoding="utf-8"))
+    data["adapter"] = {"type": "openai", "model": "local-model"}
+    with FakeOpenAI(answer=answer) as server:
+        data["adapter"]["baseUrl"] = server.base_url
+        code, output, document = run(tmp_path, write_suite(tmp_path, data))
+    assert code == 1, output
+    search = only_search(document)
+    assert (search["heldThrough"], search["driftedFrom"]) == (4, 5)
+    held, drifted = search["tokensHeld"], search["tokensDrifted"]
+    assert isinstance(held, int)
+    assert isinstance(drifted, int)
+    assert 0 < held < drifted
+    probes = {p["id"]: p for p in document["scenarios"][0]["probes"]}
+    assert probes["late-after-4"]["metadata"]["promptTokens"] == held
+    assert f"prompt tokens held at turn 4: {held:,}, drifted at turn 5: {drifted:,}" in output
