@@ -177,7 +177,10 @@ def test_a_report_whose_search_names_a_missing_point_is_refused(tmp_path: Path) 
 def test_validate_accepts_a_search_and_counts_it_once(tmp_path: Path) -> None:
     done = ruledrift("validate", search_suite(tmp_path, 5))
     assert done.returncode == 0, done.stderr
-    assert "3 probe(s)" in done.stdout
+    # smalltalk: 8 turns, a probe and both bounds, then 3 rounds of 8 turns and a depth; other: 2
+    assert "3 probe(s); a run makes at most 40 model call(s) (1 search(es) of the breaking " in (
+        done.stdout
+    )
 
 
 def test_the_tokens_at_the_breaking_depth_come_from_an_openai_servers_counts(

@@ -271,10 +271,17 @@ def show_validation(
     turns = sum(s.turns_needed - min(s.replayed, s.turns_needed) for s in suite.scenarios)
     replayed = sum(min(s.replayed, s.turns_needed) for s in suite.scenarios)
     shown = terminal_safe(str(config))
+    searches = sum(len(s.searches) for s in suite.scenarios)
+    calls = (
+        f"at most {suite.model_calls} model call(s) ({searches} search(es) of the breaking "
+        "depth: a round for each depth decided)"
+        if searches
+        else f"{suite.model_calls} model call(s) ({turns} background turn(s) + "
+        f"{suite.probe_count} probe(s))"
+    )
     print(
         f"{shown}: valid: {len(suite.rules)} rule(s), {len(suite.scenarios)} scenario(s), "
-        f"{suite.probe_count} probe(s); a run makes {suite.model_calls} model call(s) "
-        f"({turns} background turn(s) + {suite.probe_count} probe(s))"
+        f"{suite.probe_count} probe(s); a run makes {calls}"
         + (f"; {replayed} recorded turn(s) replayed without a call" if replayed else "")
     )
     for warning in missing_scripts(suite):
