@@ -380,7 +380,11 @@ class _ScenarioRuns:
         return [found for run in self.runs if (found := run.probe_runs().get(probe.id))]
 
     def _decided(self, probe: Probe) -> bool:
-        return is_decided(self.runs_of(probe), self.policy, self.design)
+        """Whether the probe has its verdict: a run the interruption cut short leaves it
+        undecided (a search then ends `unfinished` there, not `incomplete`)."""
+        runs = self.runs_of(probe)
+        cut = any(run.error == INTERRUPTED for run in runs)
+        return not cut and is_decided(runs, self.policy, self.design)
 
     def verdicts(self, search: DepthSearch) -> dict[int, Status]:
         """The verdict at each depth of `search` decided so far."""

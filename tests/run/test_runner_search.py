@@ -4,15 +4,17 @@ each a fresh conversation played no deeper than it needs, under one run, fixed r
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ruledrift.adapters.base import CallContext, Completion
+from ruledrift.checks.regex_workers import RegexEvaluator
 from ruledrift.data import Message, RunResult, SearchResult, Suite, TargetInfo, VerdictPolicy
 from ruledrift.errors import AdapterError
-from ruledrift.run.runner import not_run
+from ruledrift.run.runner import INTERRUPTED, not_run, run_suite
 from tests.run.test_runner import make_suite, run
 from tests.support.recording_adapter import RecordingAdapter
 
@@ -218,3 +220,29 @@ def test_a_points_paraphrases_are_balanced_over_its_own_runs(tmp_path: Path) -> 
     asked = [r.prompt for r in middle.runs[:whole]]
     assert whole >= 3
     assert [asked.count(k) for k in range(3)] == [whole // 3] * 3
+
+
+def test_an_interruption_leaves_the_search_unfinished_where_it_was(tmp_path: Path) -> None:
+    suite = searching(tmp_path, 0, 16)
+    adapter = leaking_from(11)
+    adapter.delay_s = 0.01
+    first_round = 16 + 3  # every turn, the fixed probe and both bounds
+
+    async def go() -> RunResult:
+        regex = RegexEvaluator()
+        task = asyncio.create_task(run_suite(suite, adapter, regex))
+        while len(adapter.calls) < first_round + 2:  # into the round of depth 8
+            await asyncio.sleep(0.005)
+        task.cancel()
+        try:
+            return await task
+        finally:
+            await regex.aclose()
+
+    result = asyncio.run(go())
+    assert result.interrupted
+    search = only_search(result)
+    assert (search.outcome, search.stopped_at) == ("unfinished", 8)
+    assert (search.held_through, search.drifted_from, search.points) == (0, 16, (0, 8, 16))
+    point = next(p for p in result.scenarios[0].probes if p.probe.id == "leak-after-8")
+    assert (point.status, point.error) == ("error", INTERRUPTED)
