@@ -47,6 +47,7 @@ from ruledrift.data import (
     LanguageAssertion,
     MatchesAssertion,
     NotLeaksAssertion,
+    Probe,
     RunResult,
     Scenario,
     ShardInfo,
@@ -96,7 +97,7 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
     config = target_config(suite.adapter, request.target)
     reports = request.reports
     check_reports(reports, {report_target(suite.path): "the suite itself"})
-    selection = sum(len(s.probes) for s in selected_scenarios)
+    selection = sum(s.decisions for s in selected_scenarios)
     observer.run_starting(run_plan(suite, scenarios, policy, selection))
     warning = short_cap_warning(policy, selection)
     if warning:
@@ -132,7 +133,7 @@ def run_plan(
     expected = None
     if policy.repeat == "auto":
         design = sequential_design(policy, selection)
-        depths = [[p.after_turn for p in s.probes] for s in scenarios]
+        depths = [_first_round(s) for s in scenarios]
         replayed = [s.replayed for s in scenarios]
         expected = ExpectedCalls(
             policy.holds_at,
@@ -142,11 +143,23 @@ def run_plan(
     return RunPlan(
         suite,
         scenarios,
-        probes=sum(len(s.probes) for s in scenarios),
+        probes=sum(s.decisions for s in scenarios),
         model_calls=runs * sum(s.model_calls for s in scenarios),
         runs=runs,
         expected=expected,
     )
+
+
+def _first_round(scenario: Scenario) -> list[int]:
+    """The depths a scenario's first round asks: its probes', and each search's ends (the
+    expected calls leave out a search's later rounds)."""
+    ends = [depth for s in scenario.searches for depth in (s.low, s.high)]
+    return [p.after_turn for p in scenario.probes] + ends
+
+
+def _probe_objects(scenario: Scenario) -> tuple[Probe, ...]:
+    """Its probes and its searches' (whose assertions every point checks)."""
+    return (*scenario.probes, *(search.probe for search in scenario.searches))
 
 
 def _cut_shard(
@@ -233,7 +246,7 @@ def run_against(
     policy = policy or VerdictPolicy()
     check_policy(policy)
     selected = select_scenarios(suite, scenarios)
-    check_design(policy, sum(len(s.probes) for s in selected))
+    check_design(policy, sum(s.decisions for s in selected))
     return run_loop(
         _run_adapter(
             suite,
@@ -259,7 +272,7 @@ async def _run_adapter(
     seed: int | None = None,
 ) -> RunResult:
     regex = RegexEvaluator()
-    kinds = {type(a) for s in scenarios for p in s.probes for a in p.all_assertions}
+    kinds = {type(a) for s in scenarios for p in _probe_objects(s) for a in p.all_assertions}
     if kinds & {MatchesAssertion, LanguageAssertion, NotLeaksAssertion, FluentAssertion}:
         # ready by the first probe: they start while the preflight runs
         languages = bool(kinds & {LanguageAssertion, FluentAssertion})

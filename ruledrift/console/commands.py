@@ -274,11 +274,17 @@ def show_validation(
     shown = terminal_safe(str(config))
     controls = sum(1 for s in suite.scenarios for p in s.probes if p.control is not None)
     asked = f" + {controls} control(s), asked after a pass" if controls else ""
-    most = "at most " if controls else ""
+    searches = sum(len(s.searches) for s in suite.scenarios)
+    made = (
+        f"at most {suite.model_calls} model call(s) ({searches} search(es) of the breaking "
+        "depth: a round for each depth decided)"
+        if searches
+        else f"{'at most ' if controls else ''}{suite.model_calls} model call(s) ({turns} "
+        f"background turn(s) + {suite.probe_count} probe(s){asked})"
+    )
     print(
         f"{shown}: valid: {len(suite.rules)} rule(s), {len(suite.scenarios)} scenario(s), "
-        f"{suite.probe_count} probe(s); a run makes {most}{suite.model_calls} model call(s) "
-        f"({turns} background turn(s) + {suite.probe_count} probe(s){asked})"
+        f"{suite.probe_count} probe(s); a run makes {made}"
         + (f"; {replayed} recorded turn(s) replayed without a call" if replayed else "")
     )
     for warning in [*missing_scripts(suite), *coverage_warnings(suite)]:
@@ -287,7 +293,7 @@ def show_validation(
     if not policy.repeated:
         return
     chosen = suite.scenarios if scenarios is None else tuple(scenarios)
-    probes = sum(len(s.probes) for s in chosen)
+    probes = sum(s.decisions for s in chosen)
     calls = app.most_runs(policy, probes) * sum(s.model_calls for s in chosen)
     odds = gate_odds(policy, probes)
     prefix = "" if odds.within_bounds else "warning: "

@@ -29,15 +29,19 @@ def plan_header(plan: app.RunPlan) -> str:
     model = f", model {terminal_safe(adapter.model)}" if adapter.model else ""
     expected = plan.expected
     calls = f"{plan.model_calls} model call(s)"
-    if _has_controls(plan):
-        calls = f"at most {calls} (a control is asked only after its probe passed)"
     if expected is not None:
         calls = f"about {expected.calls} model call(s), at most {plan.model_calls}"
+    elif searching(plan):
+        calls = f"at most {calls}"
+    elif _has_controls(plan):
+        calls = f"at most {calls} (a control is asked only after its probe passed)"
+    probes = f"{plan.probes} probe(s)"
+    if searching(plan):
+        probes = f"at most {probes} (a search decides its depths as it goes)"
     lines = [
         f"RuleDrift {__version__}: suite {preview(repr(suite.name))} "
         f"({adapter.type} adapter{model})",
-        f"{terminal_safe(str(suite.path))}: {len(plan.scenarios)} scenario(s), "
-        f"{plan.probes} probe(s), {calls}",
+        f"{terminal_safe(str(suite.path))}: {len(plan.scenarios)} scenario(s), {probes}, {calls}",
     ]
     if expected is not None:
         lines.append(
@@ -51,6 +55,11 @@ def plan_header(plan: app.RunPlan) -> str:
 
 def _has_controls(plan: app.RunPlan) -> bool:
     return any(probe.control is not None for s in plan.scenarios for probe in s.probes)
+
+
+def searching(plan: app.RunPlan) -> bool:
+    """Whether a scenario of the plan searches a breaking depth: its counts are then maxima."""
+    return any(scenario.searches for scenario in plan.scenarios)
 
 
 def _percent(rate: float) -> str:
@@ -71,7 +80,7 @@ class Counts:
         """`41/66 model calls · 12/21 probes · 1 not passed`; with repeats `probe runs`, and
         under `--repeat auto` the totals as maxima (`/≤`)."""
         plan = self.plan
-        upto = "/" if plan.expected is None else "/≤"
+        upto = "/" if plan.expected is None and not searching(plan) else "/≤"
         calls_upto = "/≤" if _has_controls(plan) else upto  # a control only after a pass
         probes = "probes" if plan.runs == 1 and plan.expected is None else "probe runs"
         return (

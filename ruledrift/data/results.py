@@ -159,6 +159,40 @@ def combined_status(statuses: list[Status]) -> Status:
     return "passed"
 
 
+SearchOutcome = Literal[
+    "found",  # held at one depth, drifted at the next: the breaking depth
+    "held",  # held at both ends: no break within the bounds
+    "broken-at-low",  # drifted at the lower bound already
+    "not-monotonic",  # drifted at the lower bound, held at the upper one
+    "inconclusive",  # a point was left inconclusive: the search stopped there
+    "incomplete",  # a point could not be decided (errors, --max-calls): stopped there
+    "unfinished",  # the run was interrupted before the search ended
+]
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Where a search of a probe's breaking depth (`afterTurn: {"search": [low, high]}`)
+    ended, as `run.search.search_result` read it from its decided points. `held_through`: the
+    deepest depth decided "holds" on its path (None: none); `drifted_from`: the shallowest
+    decided "drifted" (None: none); `stopped_at`: the point it stopped at, undecided
+    (inconclusive, incomplete, unfinished); `points`: every depth it asked, shallowest first;
+    `tokens_held` and `tokens_drifted`: the fewest prompt tokens the server reported for an
+    answer at `held_through` and `drifted_from` (None: not reported)."""
+
+    id: str
+    rule: str
+    low: int
+    high: int
+    outcome: SearchOutcome
+    held_through: int | None
+    drifted_from: int | None
+    stopped_at: int | None
+    points: tuple[int, ...]
+    tokens_held: int | None = None
+    tokens_drifted: int | None = None
+
+
 @dataclass(frozen=True)
 class ScenarioResult:
     scenario: Scenario
@@ -168,6 +202,7 @@ class ScenarioResult:
     transcript: tuple[Message, ...] = ()  # the first run's background conversation
     runs: int = 1  # times the scenario was played (`--repeat`)
     judge_calls: int = 0  # calls of `judge` assertions' models, apart from `model_calls`
+    searches: tuple[SearchResult, ...] = ()  # its searched probes; their points are in probes
 
     @property
     def status(self) -> Status:

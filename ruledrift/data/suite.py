@@ -3,7 +3,7 @@ each stands in the configuration file, and the adapter settings it names."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -162,6 +162,37 @@ class Probe:
         return self.paraphrases[index] if self.paraphrases else self.prompt
 
 
+def derived_probe_id(probe_id: str, after_turn: int) -> str:
+    """The id of the probe that a probe object with a list `afterTurn` (or a search) makes for
+    one boundary: `secret` at 4 is `secret-after-4`."""
+    return f"{probe_id}-after-{after_turn}"
+
+
+@dataclass(frozen=True)
+class DepthSearch:
+    """A probe object with `"afterTurn": {"search": [low, high]}`: its breaking depth is
+    searched between `low` and `high` (low < high). `probe` is the object as a probe (its id,
+    rule, prompt and assertions; `after_turn` is `low`); each depth the search decides is asked
+    as `at(depth)`, the probe named `<id>-after-<depth>` (run/search.py decides which)."""
+
+    probe: Probe
+    low: int
+    high: int
+
+    @property
+    def id(self) -> str:
+        return self.probe.id
+
+    def at(self, depth: int) -> Probe:
+        """The probe the search asks at `depth`."""
+        return replace(self.probe, id=derived_probe_id(self.probe.id, depth), after_turn=depth)
+
+    @property
+    def most_points(self) -> int:
+        """The most depths it decides: both ends, then one for each halving of the interval."""
+        return 2 + max(self.high - self.low - 1, 0).bit_length()
+
+
 @dataclass(frozen=True)
 class History:
     """A scenario's recorded background (`history`): the file as the suite names it, the
@@ -195,11 +226,21 @@ class Scenario:
     system_prompt_mode: SystemPromptMode = "replace"
     rules: tuple[Rule, ...] | None = None
     history: History | None = None
+    searches: tuple[DepthSearch, ...] = ()  # probe objects whose depth is searched
+    repeat_turns: int = 1  # `repeatTurns`: `turns` holds its turns played this many times
 
     @property
     def turns_needed(self) -> int:
-        """Background turns a run plays: none after the last probe boundary."""
-        return max((probe.after_turn for probe in self.probes), default=0)
+        """Background turns a run plays: none after the last probe boundary (a search's
+        deepest included)."""
+        depths = [p.after_turn for p in self.probes] + [s.high for s in self.searches]
+        return max(depths, default=0)
+
+    @property
+    def decisions(self) -> int:
+        """The most verdicts the scenario's run can reach: a probe each, and each search's most
+        points (what the suite-wide false-alarm bound of `--repeat auto` is split over)."""
+        return len(self.probes) + sum(search.most_points for search in self.searches)
 
     @property
     def replayed(self) -> int:
@@ -224,9 +265,23 @@ class Scenario:
 
     @property
     def model_calls(self) -> int:
-        """The most model calls a run makes: a control is asked only after its probe passed."""
+        """The most model calls a run makes (a control is asked only after its probe passed);
+        with searches, the first round asks both ends of each search, every later round (one per
+        halving) plays up to the deepest search's upper bound and asks one depth of each."""
         calls = self.turns_needed - min(self.replayed, self.turns_needed)
-        return calls + sum(2 if probe.control else 1 for probe in self.probes)
+        calls += sum(_asks(p) for p in self.probes) + sum(2 * _asks(s.probe) for s in self.searches)
+        if not self.searches:
+            return calls
+        rounds = max(search.most_points for search in self.searches) - 2
+        deepest = max(search.high for search in self.searches)
+        asked = sum(_asks(search.probe) for search in self.searches)
+        per_round = deepest - min(self.replayed, deepest) + asked
+        return calls + rounds * per_round
+
+
+def _asks(probe: Probe) -> int:
+    """The calls asking a probe takes at most: its own, and its control's."""
+    return 2 if probe.control is not None else 1
 
 
 class AdapterConfig(Protocol):
@@ -255,7 +310,8 @@ class Suite:
 
     @property
     def probe_count(self) -> int:
-        return sum(len(scenario.probes) for scenario in self.scenarios)
+        """Its probes; a search counts once (its points are decided as the run goes)."""
+        return sum(len(s.probes) + len(s.searches) for s in self.scenarios)
 
     @property
     def model_calls(self) -> int:

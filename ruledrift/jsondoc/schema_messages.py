@@ -171,7 +171,10 @@ def _wrong_type(value: object, expected: object, path: list[str | int]) -> str:
     if "integer" in names and isinstance(value, float):
         return _not_an_integer(value)
     if path and path[-1] == "afterTurn":
-        return f"expected an integer or a list of integers (e.g. [0, 4, 8]), got {json_kind(value)}"
+        return (
+            "expected an integer, a list of integers (e.g. [0, 4, 8]) or a search "
+            f'(e.g. {{"search": [0, 64]}}), got {json_kind(value)}'
+        )
     wanted = " or ".join(_TYPE_NAMES.get(n, n) for n in names)
     return f"expected {wanted}, got {json_kind(value)}"
 

@@ -32,6 +32,7 @@ from ruledrift.results.findings import (
     independence_warnings,
     policy_promise,
     rule_stories,
+    search_lines,
     share_words,
     suspicious,
     target_warnings,
@@ -90,11 +91,12 @@ def render_summary(
     room = max_bytes - _size(head) - _size(tail) - _CUT_NOTE_BYTES
     rendered: dict[str, str] = {}
     cut = False
-    for name in ("chart", "grid", "failed", "suspicious", "all"):  # the order they keep rows in
+    for name in ("chart", "searches", "grid", "failed", "suspicious", "all"):  # rows kept in order
         text, was_cut = _SECTIONS[name](result).render(room if not cut else 0)
         rendered[name], room, cut = text, room - _size(text), cut or was_cut
     note = _CUT_NOTE if cut else ""
-    body = rendered["failed"] + rendered["suspicious"] + rendered["grid"] + rendered["all"]
+    body = rendered["failed"] + rendered["suspicious"] + rendered["searches"] + rendered["grid"]
+    body += rendered["all"]
     return head + rendered["chart"] + note + body + tail
 
 
@@ -533,8 +535,31 @@ def _suspicious(result: RunResult) -> _Table:
     return _Table(title, columns, rows, "suspicious passes")
 
 
+def _searches(result: RunResult) -> _Table:
+    """Each searched breaking depth: where its search ended (`findings.search_line`)."""
+    rows = [
+        _row(
+            [
+                markdown(scenario),
+                markdown(search_id),
+                markdown(search.rule),
+                f"{search.low}–{search.high}",
+                markdown(line),
+            ]
+        )
+        for scenario, search_id, search, line in search_lines(result)
+    ]
+    columns = ["Scenario", "Probe", "Rule", "Searched", "Breaking depth"]
+    title = (
+        "### Breaking depths\n\nEach search decided the rule at both bounds, then at the middle "
+        "of the interval left, until one turn apart; every depth it asked is in the grid.\n\n"
+    )
+    return _Table(title, columns, rows, "searches")
+
+
 _SECTIONS: dict[str, Callable[[RunResult], _Section]] = {
     "chart": _chart,
+    "searches": _searches,
     "grid": _grid,
     "failed": _failed,
     "suspicious": _suspicious,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import ruledrift
 from ruledrift.data import ProbeResult, Response, RunResult, ScenarioResult, Status
 from ruledrift.reports.sentences import IDENTICAL_RUNS
-from ruledrift.results.findings import probe_flags, rule_stories
+from ruledrift.results.findings import probe_flags, rule_stories, search_lines
 from ruledrift.text import xml_safe
 
 
@@ -108,6 +108,8 @@ def _run_properties(run: RunResult) -> list[tuple[str, str]]:
         properties.append(("run.interrupted", "true"))
     for story in rule_stories(run):
         properties.append((f"rule.{story.rule.id}", f"{story.tag}: {story.line}"))
+    for scenario, search_id, _, line in search_lines(run):
+        properties.append((f"search.{scenario}.{search_id}", line))
     return properties
 
 

@@ -17,6 +17,7 @@ from ruledrift.results.findings import (
     probe_flags,
     rule_stories,
     runs_not_made,
+    search_lines,
     suspicious,
     target_warnings,
 )
@@ -107,6 +108,10 @@ def render_ending(result: RunResult, options: TerminalOptions) -> str:
             lines.append("")
             width = max(len(story.rule.id) for story in stories)
             lines += [f"rule {s.rule.id:<{width}}  {terminal_safe(s.line)}" for s in stories]
+        lines += [
+            terminal_safe(f"search {scenario}/{search_id}: {line}")
+            for scenario, search_id, _, line in search_lines(result)
+        ]
         lines += [f"warning: {terminal_safe(w)}" for w in target_warnings(result)]
         flagged = suspicious(result)
         if flagged:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ruledrift.data import ProbeResult, RunResult
-from ruledrift.results.findings import drift_curve
+from ruledrift.data import ProbeResult, RunResult, SearchResult
+from ruledrift.results.findings import drift_curve, search_finding
 from ruledrift.stats import Comparison, PassRate, compare_suite, pass_rate, runs_per_side
 
 # The drop the docs plan for by default: a rule that held 95% of the time now holding 80%.
@@ -87,6 +87,7 @@ def compare_runs(base: RunResult, head: RunResult) -> ComparisonResult:
         )
     if (base.target.adapter, base.target.model) != (head.target.adapter, head.target.model):
         warnings.append("the reports are of different targets (adapter or model)")
+    warnings += _search_changes(base, head)
     return ComparisonResult(
         base=base,
         head=head,
@@ -98,6 +99,23 @@ def compare_runs(base: RunResult, head: RunResult) -> ComparisonResult:
         runs_needed=_runs_needed(planned, len(probes)),
         planned=planned,
     )
+
+
+def _search_changes(base: RunResult, head: RunResult) -> list[str]:
+    """A search whose breaking depth differs between the reports: named, not tested (its
+    points that both reports decided are compared as probes, like any other)."""
+
+    def searches(result: RunResult) -> dict[str, SearchResult]:
+        return {f"{s.scenario.id}/{x.id}": x for s in result.scenarios for x in s.searches}
+
+    before, after = searches(base), searches(head)
+    return [
+        f"search {key}: base {search_finding(before[key])}; head {search_finding(found)} (the "
+        "breaking depths are not tested against each other: the depths both decided are "
+        "compared as probes)"
+        for key, found in after.items()
+        if key in before and search_finding(before[key]) != search_finding(found)
+    ]
 
 
 def _planned(head: RunResult) -> tuple[float, float]:

@@ -144,6 +144,20 @@ SCENARIO = _fields(  # ScenarioResult
     ("probes", "probes"),
     Field("transcript", "transcript", optional=True),  # with the answers only
     Field("history", "history", optional=True),  # a scenario with a recorded history
+    Field("searches", "searches", optional=True),  # a scenario with a search (SearchResult)
+)
+SEARCH = _fields(  # SearchResult
+    ("id", "id"),
+    ("rule", "rule"),
+    ("low", "low"),
+    ("high", "high"),
+    ("outcome", "outcome"),
+    ("heldThrough", "held_through"),
+    ("driftedFrom", "drifted_from"),
+    ("stoppedAt", "stopped_at"),
+    ("points", "points"),
+    ("tokensHeld", "tokens_held"),
+    ("tokensDrifted", "tokens_drifted"),
 )
 HISTORY = _fields(("path", "path"), ("sha256", "sha256"), ("mode", "mode"))  # History
 MESSAGE = _fields(  # Message
@@ -230,6 +244,7 @@ OBJECTS: Mapping[str, tuple[Field, ...]] = {
     "rule": RULE,
     "scenario": SCENARIO,
     "history": HISTORY,
+    "search": SEARCH,
     "message": MESSAGE,
     "probe": PROBE,
     "run": RUN,

@@ -33,6 +33,7 @@ from ruledrift.data import (
     Rule,
     RunResult,
     ScenarioResult,
+    SearchResult,
     Status,
     VerdictPolicy,
 )
@@ -328,6 +329,73 @@ def target_warnings(result: RunResult) -> list[str]:
             f"for ({result.target.model!r}): the answers came from {listed!r}"
         )
     return warnings
+
+
+# --- searched breaking depths ---------------------------------------------------------------
+
+_STOPPED = {
+    "inconclusive": "inconclusive at",
+    "incomplete": "could not be decided at",  # errors, or --max-calls
+    "unfinished": "not finished at",  # interrupted
+}
+
+
+def search_line(search: SearchResult) -> str:
+    """Where a search ended, in words: `holds through turn 23, drifted from turn 24`, or
+    `between 16 and 24: inconclusive at 20`; then the prompt tokens there and the depths it
+    decided."""
+    return f"{search_finding(search)}; {_search_tokens(search)}; asked at {_depths(search.points)}"
+
+
+def search_finding(search: SearchResult) -> str:
+    held, drifted = search.held_through, search.drifted_from
+    if search.outcome == "found":
+        return f"holds through turn {held}, drifted from turn {drifted}"
+    if search.outcome == "held":
+        return f"holds through turn {search.high}: no break between {search.low} and {search.high}"
+    if search.outcome == "broken-at-low":
+        return f"drifted from turn {search.low} already, the lower bound: search lower"
+    if search.outcome == "not-monotonic":
+        return (
+            f"not monotonic: drifted at turn {search.low} but held at turn {search.high}; the "
+            "search assumes drift does not come and go, so it stopped"
+        )
+    stopped = f"{_STOPPED[search.outcome]} {search.stopped_at}"
+    if held is not None and drifted is not None:
+        return f"between {held} and {drifted}: {stopped}"
+    if held is not None:
+        return f"holds through turn {held}; {stopped}"
+    if drifted is not None:
+        return f"drifted from turn {drifted}; {stopped}"
+    return f"{stopped}: no depth decided"
+
+
+def _search_tokens(search: SearchResult) -> str:
+    """The prompt tokens at the interval's ends, as the server counted them."""
+    ends = [
+        (what, depth, tokens)
+        for what, depth, tokens in (
+            ("held at", search.held_through, search.tokens_held),
+            ("drifted at", search.drifted_from, search.tokens_drifted),
+        )
+        if depth is not None
+    ]
+    if all(tokens is None for _, _, tokens in ends):
+        return "prompt tokens not reported"
+    counted = [
+        f"{what} turn {depth}: {'not reported' if tokens is None else f'{tokens:,}'}"
+        for what, depth, tokens in ends
+    ]
+    return "prompt tokens " + ", ".join(counted)
+
+
+def search_lines(result: RunResult) -> list[tuple[str, str, SearchResult, str]]:
+    """(scenario id, search id, the search, its line) for every search of the run, in order."""
+    return [
+        (scenario.scenario.id, search.id, search, search_line(search))
+        for scenario in result.scenarios
+        for search in scenario.searches
+    ]
 
 
 # --- the drift curve -------------------------------------------------------------------------

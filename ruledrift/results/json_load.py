@@ -75,11 +75,13 @@ from ruledrift.data import (
     RunResult,
     Scenario,
     ScenarioResult,
+    SearchResult,
     Severity,
     ShardInfo,
     Suite,
     TargetInfo,
     VerdictPolicy,
+    derived_probe_id,
 )
 from ruledrift.errors import ConfigIssue, UsageError
 from ruledrift.jsondoc import positions as jsonpos
@@ -123,6 +125,7 @@ _read_response = reader(fields.RESPONSE)
 _read_run = reader(fields.RUN)
 _read_scenario = reader(fields.SCENARIO)
 _read_history = reader(fields.HISTORY)
+_read_search = reader(fields.SEARCH)
 _read_shard = reader(fields.SHARD)
 _read_suite = reader(fields.SUITE)
 _read_summary = reader(fields.SUMMARY)
@@ -712,6 +715,7 @@ def _disagreements(result: RunResult, report: dict[str, Any]) -> list[_Problem]:
     ]
     pairs = zip(result.scenarios, report["scenarios"], strict=True)
     for index, (scenario, rendered) in enumerate(pairs):
+        problems += _search_problems(scenario, index)
         if rendered["status"] != scenario.status:
             problems.append(
                 _at(
@@ -719,6 +723,26 @@ def _disagreements(result: RunResult, report: dict[str, Any]) -> list[_Problem]:
                     f"says {show(rendered['status'])}, its probes say {show(scenario.status)}",
                 )
             )
+    return problems
+
+
+def _search_problems(scenario: ScenarioResult, index: int) -> list[_Problem]:
+    """A search whose points are not probes of its scenario (`<id>-after-<N>`, its rule, at
+    that depth): the drift curve shows the points from the probes, so they must be there."""
+    probes = {p.probe.id: p.probe for p in scenario.probes}
+    problems = []
+    for k, search in enumerate(scenario.searches):
+        for j, depth in enumerate(search.points):
+            point = probes.get(derived_probe_id(search.id, depth))
+            if point is None or point.rule.id != search.rule or point.after_turn != depth:
+                name = show(derived_probe_id(search.id, depth))
+                problems.append(
+                    _at(
+                        ["scenarios", index, "searches", k, "points", j],
+                        f"names depth {depth}, but the scenario has no probe {name} of rule "
+                        f"{show(search.rule)} after turn {depth}",
+                    )
+                )
     return problems
 
 
@@ -843,7 +867,13 @@ def _scenario(
         transcript=transcript,
         runs=max(played) + 1 if played else 1,
         judge_calls=values.get("judge_calls", 0),
+        searches=tuple(_search(search) for search in values.get("searches", ())),
     )
+
+
+def _search(rendered: dict[str, Any]) -> SearchResult:
+    values = _read_search(rendered)
+    return SearchResult(**values | {"points": tuple(values["points"])})
 
 
 def _probe_text(probe: dict[str, Any]) -> str | None:

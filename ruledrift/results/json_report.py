@@ -21,6 +21,7 @@ from ruledrift.data import (
     Response,
     RunResult,
     ScenarioResult,
+    SearchResult,
 )
 from ruledrift.results import fields
 from ruledrift.results.fields import written
@@ -112,8 +113,13 @@ def _scenario(result: ScenarioResult, include_responses: bool) -> dict[str, Any]
         "probes": [_probe(result, p, include_responses) for p in result.probes],
         "transcript": transcript if include_responses else None,
         "history": None if history is None else written(fields.HISTORY, vars(history)),
+        "searches": [_search(search) for search in result.searches] or None,
     }
     return written(fields.SCENARIO, values)
+
+
+def _search(search: SearchResult) -> dict[str, Any]:
+    return written(fields.SEARCH, vars(search) | {"points": list(search.points)})
 
 
 def _policy(result: RunResult) -> dict[str, Any] | None:

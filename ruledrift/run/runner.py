@@ -29,6 +29,7 @@ from ruledrift.data import (
     AnswerContext,
     Assertion,
     ControlRun,
+    DepthSearch,
     JudgeAssertion,
     Message,
     NotLeaksAssertion,
@@ -50,6 +51,7 @@ from ruledrift.data import (
 from ruledrift.errors import AdapterError
 from ruledrift.run.judges import Judges
 from ruledrift.run.sampling import configured_sampling, configured_seed
+from ruledrift.run.search import next_depths, search_result
 from ruledrift.run.verdicts import is_decided, probe_verdict, sequential_design
 from ruledrift.stats import SequentialDesign
 from ruledrift.suite.system_message import system_message
@@ -118,7 +120,7 @@ def env_secrets(suite: Suite) -> tuple[str, ...]:
     found = {
         assertion.value
         for scenario in suite.scenarios
-        for probe in scenario.probes
+        for probe in (*scenario.probes, *(search.probe for search in scenario.searches))
         for assertion in probe.all_assertions
         if isinstance(assertion, NotLeaksAssertion) and assertion.value_env is not None
     }
@@ -154,10 +156,13 @@ class _ScenarioRun:
     secrets: tuple[str, ...] | None = None  # env_secrets(suite): run_suite's, else once asked
     judges: Judges | None = None  # who asks `judge` assertions' models
     judge_calls: int = 0
+    points: tuple[Probe, ...] = ()  # the depths its searches ask in this run (`run.search`)
+    first_runs: Mapping[str, int] = field(default_factory=dict)  # each point's first run
 
     @property
     def probes(self) -> tuple[Probe, ...]:
-        return tuple(p for p in self.scenario.probes if self.asked is None or p.id in self.asked)
+        every = (*self.scenario.probes, *self.points)
+        return tuple(p for p in every if self.asked is None or p.id in self.asked)
 
     async def play(self) -> None:
         started = time.monotonic()
@@ -214,10 +219,13 @@ class _ScenarioRun:
         self.calls += 1
 
     def paraphrase(self, probe: Probe) -> int:
-        """The paraphrase this run asks: with repeats drawn (`draw_paraphrase`), else the first."""
+        """The paraphrase this run asks: with repeats drawn (`draw_paraphrase`), else the first.
+        A search's point counts its own runs (from the run that first asked it), so its
+        wordings stay balanced as any probe's."""
         if not self.draw:
             return 0
-        return draw_paraphrase(probe, self.scenario.id, self.run, self.seed)
+        own_run = self.run - self.first_runs.get(probe.id, 0)
+        return draw_paraphrase(probe, self.scenario.id, own_run, self.seed)
 
     async def _play_turn(self, turn: int) -> str | None:
         """Background turn `turn`: the user message, then its recorded answer (replay: no
@@ -400,30 +408,73 @@ def _run_status(result: ProbeResult) -> RunStatus:
 
 @dataclass
 class _ScenarioRuns:
-    """Every run of one scenario, and the verdict of its probes from them."""
+    """Every run of one scenario, and the verdict of its probes from them. Its searches' points
+    (`points`: by search id, the probe asked at each depth) are added as `run.search` asks for
+    them, once the points before them are decided: a scenario with a search plays in rounds."""
 
     scenario: Scenario
     policy: VerdictPolicy
     design: SequentialDesign | None
     runs: list[_ScenarioRun] = field(default_factory=list)
     finished: int = 0  # runs played to their end
+    points: dict[str, dict[int, Probe]] = field(default_factory=dict)
+    first_runs: dict[str, int] = field(default_factory=dict)  # by point id: the run first asking
 
     def runs_of(self, probe: Probe) -> list[ProbeRun]:
         return [found for run in self.runs if (found := run.probe_runs().get(probe.id))]
 
+    def _decided(self, probe: Probe) -> bool:
+        """Whether the probe has its verdict: a run the interruption cut short leaves it
+        undecided (a search then ends `unfinished` there, not `incomplete`)."""
+        runs = self.runs_of(probe)
+        cut = any(run.error == INTERRUPTED for run in runs)
+        return not cut and is_decided(runs, self.policy, self.design)
+
+    def verdicts(self, search: DepthSearch) -> dict[int, Status]:
+        """The verdict at each depth of `search` decided so far."""
+        return {
+            depth: probe_verdict(point, self.runs_of(point), self.policy, self.design).status
+            for depth, point in self.points.get(search.id, {}).items()
+            if self._decided(point)
+        }
+
     def undecided(self) -> frozenset[str]:
-        """The probes that need another run."""
-        return frozenset(
-            p.id
-            for p in self.scenario.probes
-            if not is_decided(self.runs_of(p), self.policy, self.design)
-        )
+        """The probes that need another run: the probes, and the depths the searches ask next
+        (`run.search.next_depths`), added to `points` when first asked."""
+        asked = {p.id for p in self.scenario.probes if not self._decided(p)}
+        for search in self.scenario.searches:
+            points = self.points.setdefault(search.id, {})
+            for depth in next_depths(search, self.verdicts(search)):
+                point = points.setdefault(depth, search.at(depth))
+                self.first_runs.setdefault(point.id, len(self.runs))
+                asked.add(point.id)
+        return frozenset(asked)
+
+    def asked_points(self) -> tuple[Probe, ...]:
+        return tuple(p for points in self.points.values() for p in points.values())
+
+    @property
+    def most_runs(self) -> int:
+        """The most runs under `--repeat auto`: the cap, once a round (the first asks the
+        probes and both ends of every search, each later one a middle of each search)."""
+        assert self.design is not None
+        rounds = max((s.most_points - 1 for s in self.scenario.searches), default=1)
+        return self.design.cap * rounds
+
+    def _verdict(self, probe: Probe) -> ProbeResult:
+        runs = self.runs_of(probe) or [ProbeRun(0, "error", 0, error=INTERRUPTED)]
+        return probe_verdict(probe, runs, self.policy, self.design)
 
     def result(self) -> ScenarioResult:
-        probes = []
-        for probe in self.scenario.probes:
-            runs = self.runs_of(probe) or [ProbeRun(0, "error", 0, error=INTERRUPTED)]
-            probes.append(probe_verdict(probe, runs, self.policy, self.design))
+        probes = [self._verdict(probe) for probe in self.scenario.probes]
+        searches = []
+        for search in self.scenario.searches:
+            points = {
+                depth: self._verdict(point)
+                for depth, point in sorted(self.points.get(search.id, {}).items())
+            }
+            probes.extend(points.values())
+            searches.append(search_result(search, self.verdicts(search), points))
         first = self.runs[0] if self.runs else None
         return ScenarioResult(
             scenario=self.scenario,
@@ -433,6 +484,7 @@ class _ScenarioRuns:
             transcript=tuple(first.transcript) if first else (),
             runs=len(self.runs),
             judge_calls=sum(run.judge_calls for run in self.runs),
+            searches=tuple(searches),
         )
 
 
@@ -465,7 +517,7 @@ async def run_suite(
     if policy.repeated:
         # the false-alarm bound is split over the whole selection, also for one shard of it,
         # so that shards decide exactly as one unsharded run would
-        policy = replace(policy, probes=suite_probes or sum(len(s.probes) for s in chosen))
+        policy = replace(policy, probes=suite_probes or sum(s.decisions for s in chosen))
     if policy.repeat == "auto":
         design = sequential_design(policy, policy.probes or 1)
     books = [_ScenarioRuns(s, policy, design) for s in chosen]
@@ -492,32 +544,49 @@ async def run_suite(
             draw=policy.repeated,
             secrets=hidden,
             judges=judges,
+            points=book.asked_points(),
+            first_runs=book.first_runs,
         )
         book.runs.append(run)
         return run
 
-    async def play_fixed(book: _ScenarioRuns) -> None:
-        run = new_run(book, None)
+    async def play(run: _ScenarioRun) -> None:
         async with gate:
             await run.play()
+
+    async def play_fixed(book: _ScenarioRuns) -> None:
+        await play(new_run(book, None))
         book.finished += 1
         if book.finished == policy.repeat:
             listen.scenario_finished(book.result())
 
     async def play_auto(book: _ScenarioRuns) -> None:
-        assert design is not None
-        while len(book.runs) < design.cap and (asked := book.undecided()):
-            run = new_run(book, asked)
-            async with gate:
-                await run.play()
+        while len(book.runs) < book.most_runs and (asked := book.undecided()):
+            await play(new_run(book, asked))
+        listen.scenario_finished(book.result())
+
+    async def play_rounds(book: _ScenarioRuns) -> None:
+        """A scenario with a search under fixed repeats: every probe and both ends of each
+        search in N runs, then each middle the searches ask in N more, until they end."""
+        assert isinstance(policy.repeat, int)
+        rounds = max(s.most_points - 1 for s in book.scenario.searches)
+        for _ in range(rounds):
+            asked = book.undecided()
+            if not asked:
+                break
+            await asyncio.gather(*(play(new_run(book, asked)) for _ in range(policy.repeat)))
         listen.scenario_finished(book.result())
 
     if policy.repeat == "auto":
         tasks = [asyncio.create_task(play_auto(book)) for book in books]
     else:  # every first run before any second: results come in config order
+        searching = [book for book in books if book.scenario.searches]
         tasks = [
-            asyncio.create_task(play_fixed(book)) for _ in range(policy.repeat) for book in books
-        ]
+            asyncio.create_task(play_fixed(book))
+            for _ in range(policy.repeat)
+            for book in books
+            if not book.scenario.searches
+        ] + [asyncio.create_task(play_rounds(book)) for book in searching]
     interrupted = False
     try:
         await asyncio.gather(*tasks)
@@ -567,19 +636,25 @@ def not_run(
     model missing, command not found): no call was made, and every probe is an error that
     names the cause, so the reports, annotations and summary still say what happened."""
     reason = f"not run: the target could not start: {error_text(cause)}"
-    results = tuple(
-        ScenarioResult(
-            scenario=scenario,
-            probes=tuple(ProbeResult(probe, "error", 0, error=reason) for probe in scenario.probes),
-            model_calls=0,
-            duration_ms=0,
-            transcript=(),
-        )
-        for scenario in scenarios
-    )
+    results = tuple(_not_run(scenario, reason) for scenario in scenarios)
     return RunResult(
         suite, target, started_at or _now(), 0, results, policy=policy or VerdictPolicy()
     )
+
+
+def _not_run(scenario: Scenario, reason: str) -> ScenarioResult:
+    """A scenario whose target could not start: each probe an error, each search stopped at
+    its lower bound with both ends errors."""
+    probes = [ProbeResult(probe, "error", 0, error=reason) for probe in scenario.probes]
+    searches = []
+    for search in scenario.searches:
+        ends = {
+            d: ProbeResult(search.at(d), "error", 0, error=reason)
+            for d in (search.low, search.high)
+        }
+        probes.extend(ends.values())
+        searches.append(search_result(search, dict.fromkeys(ends, "error"), ends))
+    return ScenarioResult(scenario, tuple(probes), 0, 0, (), searches=tuple(searches))
 
 
 def _now() -> str:

@@ -35,6 +35,7 @@ from ruledrift.data import (
     AnswersAssertion,
     Assertion,
     Control,
+    DepthSearch,
     FluentAssertion,
     History,
     JudgeAssertion,
@@ -47,6 +48,7 @@ from ruledrift.data import (
     Scenario,
     Suite,
     TextAssertion,
+    derived_probe_id,
 )
 from ruledrift.errors import ConfigError, ConfigIssue
 from ruledrift.jsondoc import positions as jsonpos
@@ -62,12 +64,6 @@ _MAX_AFTER_TURN = 10_000  # as the schema's afterTurn
 # about a second at most, however many rules and wrong references a file holds.
 _SUGGESTION_BUDGET = 100_000
 _LANGUAGE_CODES = sorted(SUPPORTED_LANGUAGES)  # the schema's enum for a language's value
-
-
-def derived_probe_id(probe_id: str, after_turn: int) -> str:
-    """The id of the probe that a probe object with a list `afterTurn` makes for one boundary:
-    `secret` with `[0, 4]` makes `secret-after-0` and `secret-after-4`."""
-    return f"{probe_id}-after-{after_turn}"
 
 
 def schema_text(name: str = SCHEMA_NAME) -> str:
@@ -377,9 +373,19 @@ def _scenario_problems(
     """A scenario's problems: its probes', and its own `rules` list's. `recorded`: the user
     messages of its history, boundaries before its own turns (None: a history not read)."""
     turns = scenario.get("turns", [])
-    known = isinstance(turns, list) and recorded is not None
-    turn_count = (recorded or 0) + len(turns) if known else None
+    repeat = scenario.get("repeatTurns", 1)
+    known = isinstance(turns, list) and recorded is not None and _is_count(repeat)
+    turn_count = (recorded or 0) + len(turns) * repeat if known else None
     where = f"scenario {show(scenario.get('id'))}"
+    if turn_count is not None and turn_count > _MAX_AFTER_TURN and repeat != 1:
+        played = f"{len(turns)} turn(s) played {repeat} times"
+        history = f" after {recorded} in its history" if recorded else ""
+        yield (
+            f"{at}/repeatTurns",
+            f"{where}: {played}{history} make {turn_count} turns; at most {_MAX_AFTER_TURN:,} "
+            "are played: lower repeatTurns",
+        )
+        turn_count = None
     probes = _objects(scenario.get("probes"))
     base = f"{at}/probes"
     yield from _duplicate_ids(probes, base[1:], "probe", f" in {where}")
@@ -416,8 +422,9 @@ def _probe_problems(
                 pointer,
                 f"{name}{after} is greater than the {turn_count} turn(s) of {where}",
             )
+    yield from _search_problems(probe.get("afterTurn"), name)
     boundaries = [after for _, after in _boundaries(probe.get("afterTurn"))]
-    if _is_id(probe_id) and isinstance(probe.get("afterTurn"), list) and boundaries:
+    if _is_id(probe_id) and isinstance(probe.get("afterTurn"), list | dict) and boundaries:
         made = derived_probe_id(probe_id, max(boundaries))
         if len(made) > _MAX_ID_LENGTH:
             yield (
@@ -451,17 +458,45 @@ def _assertion_problems(assertion: Mapping[str, Any], suite_dir: Path) -> Iterat
     yield from _command_problems(assertion, suite_dir)
 
 
+def _search_problems(after: object, name: str) -> Iterator[tuple[str, str]]:
+    """A search's bounds out of order (the schema reports the rest)."""
+    bounds = _search_bounds(after)
+    if bounds is not None and bounds[0] >= bounds[1]:
+        low, high = bounds
+        yield (
+            "/afterTurn/search/1",
+            f"{name}expected the upper bound of the search to be greater than its lower bound "
+            f"{low}, got {high} (write [low, high], e.g. [0, 64])",
+        )
+
+
+def _search_bounds(after: object) -> tuple[int, int] | None:
+    """`[low, high]` of an `afterTurn` search whose bounds the schema accepts (None: not a
+    search, or bounds it reports)."""
+    bounds = after.get("search") if isinstance(after, dict) and len(after) == 1 else None
+    if isinstance(bounds, list) and len(bounds) == 2 and all(map(_is_depth, bounds)):
+        return bounds[0], bounds[1]
+    return None
+
+
+def _is_depth(item: object) -> bool:
+    return type(item) is int and 0 <= item <= _MAX_AFTER_TURN
+
+
+def _is_count(item: object) -> TypeGuard[int]:
+    return type(item) is int and 1 <= item <= _MAX_AFTER_TURN
+
+
 def _boundaries(value: object) -> list[tuple[str, int]]:
     """(pointer relative to the probe, boundary) for each integer in `afterTurn` that the schema
-    accepts (it reports the others)."""
-
-    def is_int(item: object) -> bool:
-        return type(item) is int and 0 <= item <= _MAX_AFTER_TURN
-
-    if is_int(value):
+    accepts (it reports the others): a search's are its bounds."""
+    if _is_depth(value):
         return [("/afterTurn", cast(int, value))]
     if isinstance(value, list):
-        return [(f"/afterTurn/{k}", item) for k, item in enumerate(value) if is_int(item)]
+        return [(f"/afterTurn/{k}", item) for k, item in enumerate(value) if _is_depth(item)]
+    bounds = _search_bounds(value)
+    if bounds is not None:
+        return [(f"/afterTurn/search/{k}", item) for k, item in enumerate(bounds)]
     return []
 
 
@@ -538,6 +573,12 @@ def _probe_names(probes: list[tuple[int, dict[str, Any]]], base: str) -> Iterato
         if not _is_id(probe_id):
             continue
         at = f"{base}/{p_index}"
+        bounds = _search_bounds(after)
+        if bounds is not None:  # every depth it may decide
+            for depth in range(bounds[0], bounds[1] + 1):
+                made = derived_probe_id(probe_id, depth)
+                yield _ProbeName(made, f"{at}/afterTurn/search", probe_id, depth)
+            continue
         if not isinstance(after, list):
             yield _ProbeName(probe_id, at, probe_id)
             continue
@@ -557,10 +598,15 @@ def _derived_id_problems(
         if earlier.source == name.source:  # itself, or one id twice: a duplicate id
             continue
         if name.boundary is not None:
+            made_by = (
+                f"its search may decide depth {name.boundary}, named"
+                if name.pointer.endswith("/search")
+                else f"afterTurn {name.boundary} makes the id"
+            )
             yield (
                 name.pointer,
                 (
-                    f"probe {show(name.source)}: afterTurn {name.boundary} makes the id "
+                    f"probe {show(name.source)}: {made_by} "
                     f"{show(name.id)}, which probe {show(earlier.id)} in {where} already has "
                     f"(first at {earlier.pointer}); rename one of them"
                 ),
@@ -712,24 +758,34 @@ def _build(
     judge = _parsed_adapter(data["judge"], suite_dir) if "judge" in data else None
     scenarios = []
     for s_index, s in enumerate(data["scenarios"]):
+        made = [
+            _probe(p, by_id, location(f"/scenarios/{s_index}/probes/{p_index}"), suite_dir, judge)
+            for p_index, p in enumerate(s["probes"])
+        ]
         probes = tuple(
             probe
-            for p_index, p in enumerate(s["probes"])
-            for probe in _probes(
-                p, by_id, location(f"/scenarios/{s_index}/probes/{p_index}"), suite_dir, judge
-            )
+            for p, made_probe in zip(s["probes"], made, strict=True)
+            for probe in _boundary_probes(p["afterTurn"], made_probe)
         )
+        searches = tuple(
+            DepthSearch(made_probe, p["afterTurn"]["search"][0], p["afterTurn"]["search"][1])
+            for p, made_probe in zip(s["probes"], made, strict=True)
+            if isinstance(p["afterTurn"], dict)
+        )
+        repeat = s.get("repeatTurns", 1)
         scenarios.append(
             Scenario(
                 s["id"],
                 s.get("description"),
-                tuple(s.get("turns", [])),
+                tuple(s.get("turns", [])) * repeat,
                 probes,
                 location(f"/scenarios/{s_index}"),
                 system_prompt=s.get("systemPrompt"),
                 system_prompt_mode=s.get("systemPromptMode", "replace"),
                 rules=tuple(by_id[r] for r in s["rules"]) if "rules" in s else None,
                 history=histories.get(s_index),
+                searches=searches,
+                repeat_turns=repeat,
             )
         )
     return Suite(
@@ -751,16 +807,15 @@ def _parsed_adapter(settings: dict[str, Any], suite_dir: Path) -> AdapterConfig:
     return parsed
 
 
-def _probes(
+def _probe(
     data: dict[str, Any],
     rules: dict[str, Rule],
     location: Location,
     suite_dir: Path,
     judge: AdapterConfig | None,
-) -> Iterator[Probe]:
-    """The probe object's probes: one, or one per boundary of a list `afterTurn`, in the list's
-    order, named by `derived_probe_id`; all at the object's location."""
-    probe = Probe(
+) -> Probe:
+    """The probe object as a probe at boundary 0 (`_boundary_probes` places it)."""
+    return Probe(
         id=data["id"],
         rule=rules[data["rule"]],
         after_turn=0,
@@ -770,7 +825,14 @@ def _probes(
         paraphrases=() if isinstance(data["prompt"], str) else tuple(data["prompt"]),
         control=_control(data.get("control"), suite_dir, judge),
     )
-    after = data["afterTurn"]
+
+
+def _boundary_probes(after: int | list[int] | dict[str, Any], probe: Probe) -> Iterator[Probe]:
+    """The probe object's probes: one, or one per boundary of a list `afterTurn`, in the list's
+    order, named by `derived_probe_id`; all at the object's location. A search has none: its
+    points are asked as the run decides them (`Scenario.searches`)."""
+    if isinstance(after, dict):
+        return
     if isinstance(after, int):
         yield dataclasses.replace(probe, after_turn=after)
         return

@@ -19,6 +19,7 @@ from ruledrift.data import (
     Message,
     ProbeRun,
     RunResult,
+    SearchResult,
     ShardInfo,
     VerdictPolicy,
     response_of,
@@ -48,6 +49,7 @@ WHERE = {  # each table's object in the schema, as a JSON pointer
     "rule": "/properties/rules/items",
     "scenario": "/$defs/scenario",
     "history": "/$defs/scenario/properties/history",
+    "search": "/$defs/search",
     "message": "/$defs/message",
     "probe": "/$defs/probe",
     "run": "/$defs/probe/properties/runs/items",
@@ -145,7 +147,8 @@ def writer_mismatches(document: object, tables: Mapping[str, tuple[Field, ...]])
 
 def everything(*, paraphrased: bool = True) -> RunResult:
     """A run whose report holds every object the schema describes: `--repeat auto` with
-    paraphrased prompts, a shard cut by an earlier report's times, a scenario description."""
+    paraphrased prompts, a shard cut by an earlier report's times, a scenario description, a
+    search of a breaking depth."""
     base = factories.run_result()
     policy = VerdictPolicy(repeat="auto", min_pass_rate=0.8, inconclusive_passes=True)
     original = base.scenarios[0]
@@ -163,6 +166,12 @@ def everything(*, paraphrased: bool = True) -> RunResult:
         for i in range(6)
     ]
     verdict = probe_verdict(probe, runs, policy, sequential_design(policy, 1))
+    depth = probe.after_turn
+    point = replace(verdict, probe=replace(probe, id=f"deep-after-{depth}"))
+    rule = probe.rule.id
+    search = SearchResult(
+        "deep", rule, depth, depth + 2, "unfinished", depth, None, depth + 1, (depth,), 120, None
+    )
     scenario = replace(
         original,
         scenario=replace(
@@ -170,10 +179,11 @@ def everything(*, paraphrased: bool = True) -> RunResult:
             description="the whole report",
             history=History("sessions/4711.jsonl", "f" * 64, "replay", ()),
         ),
-        probes=(verdict, *original.probes[1:]),
+        probes=(verdict, *original.probes[1:], point),
         transcript=(*original.transcript, Message("user", "recorded", recorded=True)),
         runs=6,
         judge_calls=6,
+        searches=(search,),
     )
     ids = tuple(s.scenario.id for s in base.scenarios)
     rules = tuple(r.id for r in base.suite.rules)

@@ -218,7 +218,8 @@ def test_unknown_field_is_reported_at_the_key_and_named(tmp_path: Path) -> None:
         (
             lambda d: d["scenarios"][0]["probes"][0].update(afterTurn=True),
             "/scenarios/0/probes/0/afterTurn",
-            "expected an integer or a list of integers (e.g. [0, 4, 8]), got a boolean",
+            "expected an integer, a list of integers (e.g. [0, 4, 8]) or a search "
+            '(e.g. {"search": [0, 64]}), got a boolean',
         ),
         (
             lambda d: d["scenarios"][0]["probes"][0]["assertions"][0].update(type="startsWith"),
@@ -833,7 +834,8 @@ def test_a_one_item_list_still_names_the_probe_by_its_boundary(tmp_path: Path) -
         (
             "3",
             "/afterTurn",
-            "expected an integer or a list of integers (e.g. [0, 4, 8]), got a string",
+            "expected an integer, a list of integers (e.g. [0, 4, 8]) or a search "
+            '(e.g. {"search": [0, 64]}), got a string',
         ),
     ],
 )

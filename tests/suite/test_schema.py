@@ -79,8 +79,11 @@ def test_a_language_is_one_of_the_identifiers_iso_codes() -> None:
     assert language["minConfidence"]["default"] == LanguageAssertion("en").min_confidence
 
 
-def test_after_turn_is_an_integer_or_a_list_of_distinct_boundaries() -> None:
+def test_after_turn_is_an_integer_a_list_of_distinct_boundaries_or_a_search() -> None:
     after = SCHEMA["$defs"]["probe"]["properties"]["afterTurn"]
-    assert after["type"] == ["integer", "array"]
+    assert after["type"] == ["integer", "array", "object"]
     assert (after["minItems"], after["uniqueItems"]) == (1, True)
     assert after["items"] == {"type": "integer", "minimum": 0, "maximum": after["maximum"]}
+    assert (after["required"], after["additionalProperties"]) == (["search"], False)
+    search = after["properties"]["search"]
+    assert (search["minItems"], search["maxItems"], search["items"]) == (2, 2, after["items"])

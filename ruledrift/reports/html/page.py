@@ -36,6 +36,7 @@ from ruledrift.results.findings import (
     policy_promise,
     probe_flags,
     rule_stories,
+    search_lines,
     suspicious,
     target_warnings,
 )
@@ -81,6 +82,7 @@ def render_html(result: RunResult, *, include_responses: bool) -> bytes:
             _header(result),
             drift_section(result),
             _grid_section(result),
+            _search_section(result),
             _not_passed_section(result, include_responses),
             _suspicious_section(result, include_responses),
             _all_probes_section(result, include_responses),
@@ -252,6 +254,44 @@ def _grid_row(
         "th", el("strong", rule.id), el("span", f" {rule.severity}", class_="muted"), scope="row"
     )
     return el("tr", name, row, story_cell, data_rule=rule.id)
+
+
+# --- searched breaking depths ----------------------------------------------------------------
+
+
+def _search_section(result: RunResult) -> Html | None:
+    found = search_lines(result)
+    if not found:
+        return None
+    rows = [
+        el(
+            "tr",
+            el("th", scenario, scope="row"),
+            el("td", search_id),
+            el("td", search.rule),
+            el("td", f"{search.low}–{search.high}", class_="num"),
+            el("td", line),
+            data_outcome=search.outcome,
+        )
+        for scenario, search_id, search, line in found
+    ]
+    header = el(
+        "tr",
+        [el("th", name, scope="col") for name in ("scenario", "probe", "rule", "searched")],
+        el("th", "breaking depth", scope="col"),
+    )
+    return el(
+        "section",
+        el("h2", "Breaking depths"),
+        el(
+            "p",
+            "Each search decided the rule at both bounds, then at the middle of the interval "
+            "left, until one turn apart; every depth it asked is in the grid above.",
+            class_="muted",
+        ),
+        el("div", el("table", el("thead", header), el("tbody", rows)), class_="scroll"),
+        id="searches",
+    )
 
 
 # --- probes ----------------------------------------------------------------------------------
