@@ -21,10 +21,12 @@ from ruledrift.data.results import (
     ShardSource,
     Status,
     TargetInfo,
+    VariantResult,
     combined_status,
     response_of,
 )
 from ruledrift.data.suite import (
+    BASE,
     AdapterConfig,
     AnswersAssertion,
     Assertion,
@@ -39,6 +41,7 @@ from ruledrift.data.suite import (
     NotLeaksAssertion,
     Probe,
     RegexAssertionType,
+    RemindAs,
     Rule,
     Scenario,
     Severity,
@@ -46,9 +49,11 @@ from ruledrift.data.suite import (
     SystemPromptMode,
     TextAssertion,
     TextAssertionType,
+    Variant,
 )
 
 __all__ = [
+    "BASE",
     "AdapterConfig",
     "AnswerContext",
     "AnswersAssertion",
@@ -70,6 +75,7 @@ __all__ = [
     "ProbeResult",
     "ProbeRun",
     "RegexAssertionType",
+    "RemindAs",
     "Response",
     "Rule",
     "RunResult",
@@ -85,6 +91,8 @@ __all__ = [
     "TargetInfo",
     "TextAssertion",
     "TextAssertionType",
+    "Variant",
+    "VariantResult",
     "VerdictPolicy",
     "combined_status",
     "policy_argv",

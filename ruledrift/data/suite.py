@@ -12,6 +12,8 @@ TextAssertionType = Literal["contains", "notContains", "equals"]
 RegexAssertionType = Literal["matches", "notMatches"]
 SystemPromptMode = Literal["replace", "append"]
 HistoryMode = Literal["replay", "regenerate"]
+RemindAs = Literal["system", "user"]
+BASE = "base"  # the implicit variant: the suite as written
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,33 @@ class Scenario:
         return calls + len(self.probes)
 
 
+@dataclass(frozen=True)
+class Variant:
+    """A named change to how every conversation is built (`variants`), compared with the suite
+    as written (`BASE`): the rules repeated as a `remind_as` message after every
+    `remind_every`-th background turn's answer, and/or another `system_prompt` (placed before
+    the rendered rules instead of the suite's and the scenario's)."""
+
+    id: str
+    location: Location
+    remind_every: int | None = None
+    remind_as: RemindAs = "system"
+    system_prompt: str | None = None
+
+    @property
+    def diverges_at(self) -> int:
+        """The first boundary whose conversation differs from base's: before it, base's
+        conversation and this variant's are the same messages (a probe there is shared)."""
+        if self.system_prompt is not None or self.remind_every is None:
+            return 0
+        return self.remind_every
+
+    def reminds_after(self, turn: int) -> bool:
+        """Whether the reminder follows background turn `turn`'s answer."""
+        every = self.remind_every
+        return every is not None and turn > 0 and turn % every == 0
+
+
 class AdapterConfig(Protocol):
     """An adapter type's validated settings: a frozen dataclass that lives beside its adapter
     in ruledrift/adapters/ (`CommandAdapterConfig`, `OllamaAdapterConfig`, ...)."""
@@ -233,6 +262,11 @@ class Suite:
     path: Path
     sha256: str
     judge: AdapterConfig | None = None  # the suite's judge, for `judge` assertions without one
+    variants: tuple[Variant, ...] = ()  # `variants`, in config order (base is implicit)
+
+    def variant(self, variant_id: str) -> Variant | None:
+        """The variant called `variant_id` (None: base, or no such variant)."""
+        return next((v for v in self.variants if v.id == variant_id), None)
 
     @property
     def probe_count(self) -> int:
