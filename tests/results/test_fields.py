@@ -55,6 +55,11 @@ WHERE = {  # each table's object in the schema, as a JSON pointer
     "assertion": "/$defs/assertion",
     "judge": "/$defs/judge",
     "response": "/$defs/response",
+    "variantResult": "/$defs/variantResult",
+    "variants": "/properties/variants",
+    "variantProbe": "/properties/variants/properties/probes/items",
+    "plan": "/properties/variants/properties/plan",
+    "variantDrift": "/properties/variants/properties/drift/items",
 }
 
 
