@@ -18,7 +18,10 @@ from ruledrift.data import (
     Message,
     ProbeRun,
     RunResult,
+    Location,
     ShardInfo,
+    Variant,
+    VariantResult,
     VerdictPolicy,
     response_of,
 )
@@ -176,6 +179,8 @@ def everything(*, paraphrased: bool = True) -> RunResult:
         runs=6,
         judge_calls=6,
     )
+    reminder = Variant("reminder", Location(1, 1), remind_every=1, remind_as="user")
+    scenario = replace(scenario, variants=(VariantResult(reminder, scenario.probes, 3),))
     ids = tuple(s.scenario.id for s in base.scenarios)
     rules = tuple(r.id for r in base.suite.rules)
     shard = ShardInfo(1, 2, ids, rules, assigned=ids, source="slurm")
