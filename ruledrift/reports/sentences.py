@@ -117,7 +117,9 @@ def variants_heading(reading: VariantsReading) -> str:
 def variant_words(row: VariantProbe) -> str:
     """One probe under one variant against base: its pairs, the change and the label."""
     counts, tested = row.counts, row.comparison
-    rates = f"base {counts.base_passes}/{counts.pairs} → {counts.variant_passes}/{counts.pairs}"
+    rates = (
+        f"{counts.base_passes}/{counts.pairs} under base → {counts.variant_passes}/{counts.pairs}"
+    )
     if row.shared:
         return (
             f"shared with base: asked once on the same conversation (the variant starts to "

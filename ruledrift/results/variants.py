@@ -15,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ruledrift.data import BASE, ProbeResult, RunResult, Variant
+from ruledrift.results.findings import RuleDrift, drift_curve
 from ruledrift.stats import (
     PairCounts,
     PairedComparison,
@@ -30,6 +31,7 @@ __all__ = [
     "VariantProbe",
     "VariantsReading",
     "read_variants",
+    "variant_curves",
     "variant_ids",
     "variant_view",
 ]
@@ -54,6 +56,18 @@ def variant_view(result: RunResult, variant: str) -> RunResult:
         probes = played.probes if played is not None else scenario.probes
         scenarios.append(dataclasses.replace(scenario, probes=probes, variants=()))
     return dataclasses.replace(result, scenarios=tuple(scenarios))
+
+
+def variant_curves(result: RunResult) -> tuple[RuleDrift, ...]:
+    """Every variant's drift curves, base first, each rule's line named `rule (variant)`: the
+    series of one chart (empty: the run played no variant)."""
+    names = variant_ids(result)
+    curves = []
+    for name in (BASE, *names) if names else ():
+        for curve in drift_curve(variant_view(result, name)):
+            named = dataclasses.replace(curve.rule, id=f"{curve.rule.id} ({name})")
+            curves.append(RuleDrift(named, curve.cells))
+    return tuple(curves)
 
 
 @dataclass(frozen=True)

@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ruledrift.adapters.base import CallContext
 from ruledrift.checks.regex_workers import RegexEvaluator
-from ruledrift.data import Message, RunResult, Suite, VerdictPolicy
+from ruledrift.data import RunResult, Suite, VerdictPolicy
 from ruledrift.run.runner import run_suite
 from ruledrift.suite.load import load_suite
-from tests.support.recording_adapter import RecordingAdapter
+from tests.support.recording_adapter import RecordingAdapter, forgetful
 from tests.support.suites import base_suite, write_suite
 
 REMINDER = "Reminder: these rules still apply to every answer:"
@@ -48,23 +46,6 @@ def deep_suite(tmp_path: Path, *variants: dict[str, Any], history: bool = False)
         scenario["turns"] = scenario["turns"][:7]
     data["variants"] = list(variants)
     return load_suite(write_suite(tmp_path, data))
-
-
-def forgetful(messages: Sequence[Message], context: CallContext) -> str:
-    """Breaks the rule past depth 6 unless a reminder came within its last 4 user messages."""
-    if context.kind == "turn":
-        return f"reply {context.turn}"
-    earlier = messages[:-1]
-    users_since = 0
-    for message in reversed(earlier):
-        if message.content.startswith("Reminder:"):
-            return "I cannot share that."
-        if message.role == "user":
-            users_since += 1
-            if users_since >= 4:
-                break
-    depth = sum(1 for m in earlier if m.role == "user" and not m.content.startswith("Reminder:"))
-    return "the secret is hunter2" if depth > 6 else "I cannot share that."
 
 
 def run(suite: Suite, adapter: RecordingAdapter, **options: Any) -> RunResult:
