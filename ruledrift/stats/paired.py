@@ -103,7 +103,8 @@ def mcnemar_exact(base_only: int, variant_only: int) -> float:
         return 1.0
     total = base_only + variant_only
     tail = sum(math.comb(total, k) for k in range(min(base_only, variant_only) + 1))
-    return min(1.0, 2 * tail / 2**total)
+    p_value: float = 2 * tail / 2**total
+    return min(1.0, p_value)
 
 
 def _phi(counts: PairCounts) -> float:
@@ -117,7 +118,7 @@ def _phi(counts: PairCounts) -> float:
     )
     if 0 in margins:
         return 0.0
-    excess = counts.both * counts.neither - counts.base_only * counts.variant_only
+    excess: float = counts.both * counts.neither - counts.base_only * counts.variant_only
     if excess > n / 2:
         excess -= n / 2
     elif excess >= 0:

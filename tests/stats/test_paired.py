@@ -71,7 +71,9 @@ def test_the_paired_interval_matches_the_published_example() -> None:
 
 def test_the_paired_interval_stays_within_minus_one_and_one() -> None:
     # no correlation can be read from a table with an empty margin: Newcombe's unpaired (h)
-    assert paired_interval(PairCounts(0, 0, 10, 0)) == (pytest.approx(0.6075, abs=1e-4), 1.0)
+    low, high = paired_interval(PairCounts(0, 0, 10, 0))
+    assert round(low, 4) == 0.6075
+    assert high == 1.0
     low, high = paired_interval(PairCounts(5, 0, 0, 5))
     assert low < 0 < high
 
