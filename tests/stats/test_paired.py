@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
+from pathlib import Path
 
 import pytest
 
@@ -216,3 +218,21 @@ def test_simulated_power_at_the_pairs_needed_agrees_with_the_exact_sum(
     exact = paired_power(pairs, 0.80, 0.94, harm=harm)
     assert exact >= 0.80
     assert called / RUNS == pytest.approx(exact, abs=4 * math.sqrt(exact * (1 - exact) / RUNS))
+
+
+def test_the_documented_table_is_the_computed_one() -> None:
+    """docs/statistics.md's table of pairs needed is what the functions compute."""
+    docs = Path(__file__).parents[2] / "docs" / "statistics.md"
+    table = r"^\| (\d+)% → (\d+)% \| ((?:\d+ \| ){4}\d+) \|$"  # five columns of counts
+    rows = re.findall(table, docs.read_text(encoding="utf-8"), re.MULTILINE)
+    assert len(rows) == 5
+    for base, variant, cells in rows:
+        b, v = int(base) / 100, int(variant) / 100
+        computed = (
+            pairs_needed(b, v),
+            pairs_needed(b, v, method="normal"),
+            pairs_needed(b, v, harm=independent_harm(b, v)),
+            runs_per_side(v, b, alpha=0.025),
+            runs_per_side(v, b),
+        )
+        assert tuple(int(c) for c in cells.split("|")) == computed
