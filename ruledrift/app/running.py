@@ -237,13 +237,16 @@ def run_against(
     observer: RunObserver | None = None,
     policy: VerdictPolicy | None = None,
     seed: int | None = None,
+    variants: Sequence[str] = (),
 ) -> RunResult:
     """Run a loaded suite against an adapter of your own (any object with the `Adapter`
     protocol's four methods, e.g. your agent called in-process). Opens and closes it. `seed`:
-    the run's seed (`context.seed` of run r is seed + r; default: the suite's, else drawn)."""
+    the run's seed (`context.seed` of run r is seed + r; default: the suite's, else drawn).
+    `variants`: as `--variants` ("base" and the suite's variants to compare with it)."""
     policy = policy or VerdictPolicy()
     check_policy(policy)
     selected = select_scenarios(suite, scenarios)
+    played = select_variants(suite, variants, policy)
     check_design(policy, sum(len(s.probes) for s in selected))
     return run_loop(
         _run_adapter(
@@ -254,6 +257,7 @@ def run_against(
             observer or SilentObserver(),
             policy,
             seed=seed,
+            variants=played,
         )
     )
 

@@ -163,3 +163,13 @@ def test_a_reminder_on_a_replayed_history(tmp_path: Path) -> None:
     assert not any(c.context.kind == "turn" and (c.context.turn or 0) <= 3 for c in adapter.calls)
     assert statuses(result) == ["passed", "passed", "failed", "failed"]
     assert statuses(result, 0) == ["passed"] * 4
+
+
+def test_the_python_api_takes_variants_by_name(tmp_path: Path) -> None:
+    from ruledrift.app import OptionError, run_against
+
+    suite = deep_suite(tmp_path, {"id": "reminder", "remindEvery": 4})
+    result = run_against(suite, RecordingAdapter(answer=forgetful), variants=("base", "reminder"))
+    assert [v.variant.id for v in result.scenarios[0].variants] == ["reminder"]
+    with pytest.raises(OptionError, match=r"variants remindr: no such variant \(variants: base"):
+        run_against(suite, RecordingAdapter(), variants=("base", "remindr"))
