@@ -54,6 +54,7 @@ def test_a_reminder_that_fixes_the_rule_is_called_better(tmp_path: Path) -> None
         "--concurrency", "4", "--json", out, "--html", html,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr  # base breaks the rule: the verdict is base's
+    assert "1 scenario(s), 3 probe(s), 136 model call(s)" in done.stdout  # variants' counted
     report = json.loads(out.read_text(encoding="utf-8"))
     jsonschema.validate(report, json.loads(schema_text("ruledrift-report.schema.json")))
     reminder = rows(report, "reminder")

@@ -173,3 +173,10 @@ def test_a_report_whose_variant_holds_other_probes_is_refused(tmp_path: Path) ->
     raw = json.dumps(document).encode()
     with pytest.raises(UsageError, match="its variants do not match its probes"):
         report_from_bytes(raw, source="edited.json")
+
+
+def test_a_report_whose_variant_is_called_base_is_refused(tmp_path: Path) -> None:
+    document = json.loads(render_json(played(tmp_path, repeat=2), include_responses=False))
+    document["scenarios"][0]["variants"][0]["id"] = "base"
+    with pytest.raises(UsageError, match="not a valid RuleDrift report"):
+        report_from_bytes(json.dumps(document).encode(), source="edited.json")
