@@ -55,6 +55,7 @@ def test_a_reminder_that_fixes_the_rule_is_called_better(tmp_path: Path) -> None
     )  # fmt: skip
     assert done.returncode == 1, done.stderr  # base breaks the rule: the verdict is base's
     assert "1 scenario(s), 3 probe(s), 136 model call(s)" in done.stdout  # variants' counted
+    assert "--variants with --repeat 8: 8 pair(s) per probe, where seeing" in done.stderr
     report = json.loads(out.read_text(encoding="utf-8"))
     jsonschema.validate(report, json.loads(schema_text("ruledrift-report.schema.json")))
     reminder = rows(report, "reminder")

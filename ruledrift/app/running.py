@@ -22,6 +22,7 @@ from ruledrift.app.policy import (
     check_design,
     check_policy,
     exit_code,
+    few_pairs_warning,
     most_runs,
     short_cap_warning,
 )
@@ -101,9 +102,9 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
     check_reports(reports, {report_target(suite.path): "the suite itself"})
     selection = sum(len(s.probes) for s in selected_scenarios)
     observer.run_starting(run_plan(suite, scenarios, policy, selection, variants))
-    warning = short_cap_warning(policy, selection)
-    if warning:
-        observer.warning(warning)
+    for warning in (short_cap_warning(policy, selection), few_pairs_warning(policy, len(variants))):
+        if warning:
+            observer.warning(warning)
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
         result = run_loop(
