@@ -21,7 +21,9 @@ from tests.support.suites import base_suite, write_suite
 REMINDER = "Reminder: these rules still apply to every answer:"
 
 
-def deep_suite(tmp_path: Path, *variants: dict[str, Any], history: bool = False) -> Suite:
+def deep_suite(
+    tmp_path: Path, *variants: dict[str, Any], history: bool = False, mode: str = "replay"
+) -> Suite:
     data = base_suite()
     scenario = data["scenarios"][0]
     scenario["turns"] = [f"turn {n}" for n in range(1, 11)]
@@ -43,6 +45,7 @@ def deep_suite(tmp_path: Path, *variants: dict[str, Any], history: bool = False)
             ]
         (tmp_path / "h.jsonl").write_text("".join(json.dumps(m) + "\n" for m in lines))
         scenario["history"] = "h.jsonl"
+        scenario["historyMode"] = mode
         scenario["turns"] = scenario["turns"][:7]
     data["variants"] = list(variants)
     return load_suite(write_suite(tmp_path, data))
@@ -173,3 +176,17 @@ def test_the_python_api_takes_variants_by_name(tmp_path: Path) -> None:
     assert [v.variant.id for v in result.scenarios[0].variants] == ["reminder"]
     with pytest.raises(OptionError, match=r"variants remindr: no such variant \(variants: base"):
         run_against(suite, RecordingAdapter(), variants=("base", "remindr"))
+
+
+def test_a_reminder_on_a_regenerated_history(tmp_path: Path) -> None:
+    """Regenerate: the target answers the history's user messages, under the variant too from
+    where it leaves base (turn 3, after the reminder that follows turn 2's answer)."""
+    suite = deep_suite(tmp_path, {"id": "r", "remindEvery": 2}, history=True, mode="regenerate")
+    adapter = RecordingAdapter(answer=forgetful)
+    result = run(suite, adapter, variants=suite.variants)
+    turns = [c.context.turn for c in adapter.calls if c.context.kind == "turn"]
+    assert turns == [*range(1, 11), *range(3, 11)]  # base's ten, then the variant's own
+    third = [c for c in adapter.calls if c.context.kind == "turn" and c.context.turn == 3][1]
+    assert third.messages[-2].content.startswith(REMINDER)
+    assert third.messages[-1].content == "old 3"
+    assert statuses(result, 0) == ["passed"] * 4
