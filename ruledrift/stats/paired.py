@@ -175,7 +175,10 @@ def _first_better(m: int, alpha: float) -> int:
 
 def _tail(m: int, toward: float, alpha: float) -> float:
     """The chance that enough of m discordant pairs go the variant's way to call it better."""
-    return sum(binomial_pmf(c, m, toward) for c in range(_first_better(m, alpha), m + 1))
+    first = _first_better(m, alpha)
+    if toward == 1.0:  # every discordant pair goes the variant's way
+        return 1.0 if first <= m else 0.0
+    return sum(binomial_pmf(c, m, toward) for c in range(first, m + 1))
 
 
 def _summed(pairs: int, discordant: float, tails: Sequence[float]) -> float:
@@ -251,8 +254,14 @@ def _label(
     if adjusted <= alpha and counts.variant_only != counts.base_only:
         return "better" if counts.variant_only > counts.base_only else "worse"
     drifted_at, holds_at = planned
-    reach = paired_power(counts.pairs, drifted_at, holds_at, alpha=alpha / family)
+    reach = _planned_power(counts.pairs, drifted_at, holds_at, alpha / family)
     return "too few pairs to tell" if reach < 0.80 else "no evidence of a change"
+
+
+@functools.lru_cache(maxsize=256)
+def _planned_power(pairs: int, drifted_at: float, holds_at: float, alpha: float) -> float:
+    """`paired_power` in the most favourable case, once per number of pairs in a run."""
+    return paired_power(pairs, drifted_at, holds_at, alpha=alpha)
 
 
 def compare_pairs(
