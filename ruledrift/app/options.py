@@ -83,6 +83,7 @@ OPTIONS: dict[str, Option] = {
         # scenarios at once: more only queues requests at any real server
         Option("concurrency", "--concurrency", "concurrency", 1, 1, 256),
         Option("scenarios", "--scenario"),
+        Option("variants", "--variants"),
         Option("repeat", "--repeat", "repeat", 1, 1, MAX_REPEAT),
         Option("min_pass_rate", "--min-pass-rate", "min-pass-rate", None, 0.0, 1.0),
         Option("holds_at", "--holds-at", None, 0.95, 0.0, 1.0),

@@ -7,6 +7,7 @@ from ruledrift.app.options import OPTIONS, Option, OptionError
 from ruledrift.data import RunResult, Status, VerdictPolicy, combined_status
 from ruledrift.errors import ExitCode
 from ruledrift.results.findings import gate_words
+from ruledrift.results.variants import pairing_plan
 from ruledrift.run.verdicts import gate_odds, sequential_design
 
 
@@ -88,6 +89,23 @@ def most_runs(policy: VerdictPolicy, probes: int) -> int:
         check_design(policy, probes)
         return sequential_design(policy, probes).cap
     return int(policy.repeat)
+
+
+def few_pairs_warning(policy: VerdictPolicy, variants: int) -> str | None:
+    """With variants: when the runs (the pairs of each probe) are fewer than even the most
+    favourable design needs to see the planned improvement, what they would need (None: enough,
+    or no variant)."""
+    plan = pairing_plan(policy.drifted_at, policy.holds_at)
+    pairs = policy.repeat if isinstance(policy.repeat, int) else None
+    if not variants or plan is None or pairs is None or pairs >= plan.pairs_if_only_fixes:
+        return None
+    return (
+        f"--variants with --repeat {pairs}: {pairs} pair(s) per probe, where seeing an "
+        f"improvement from {plan.drifted_at:.0%} to {plan.holds_at:.0%} with 80% power takes "
+        f"{plan.pairs_if_only_fixes} if the variant only fixes failures and "
+        f"{plan.pairs_if_independent} if a pair's outcomes are independent: most probes will "
+        "be called 'too few pairs to tell' unless the change is larger (docs/statistics.md)"
+    )
 
 
 def short_cap_warning(policy: VerdictPolicy, probes: int) -> str | None:

@@ -59,6 +59,7 @@ class RunRequest:
     shard_balance: Path | None = None  # --shard-balance: cut shards by this report's times
     max_calls: int | None = None  # --max-calls: no call is started once this many were made
     seed: int | None = None  # --seed: the run's seed (default: the suite's, else drawn)
+    variants: tuple[str, ...] = ()  # --variants: "base" and the suite's variants to compare
 
     def argv(self) -> list[str]:
         """This request as a `ruledrift run` command line (without the program name)."""
@@ -77,6 +78,8 @@ class RunRequest:
             argv += ["--max-calls", str(self.max_calls)]
         if self.seed is not None:
             argv += ["--seed", str(self.seed)]
+        if self.variants:
+            argv += ["--variants", ",".join(self.variants)]
         return argv + self.target.argv() + policy_argv(self.policy)
 
 

@@ -22,6 +22,7 @@ from ruledrift.app.policy import (
     check_design,
     check_policy,
     exit_code,
+    few_pairs_warning,
     most_runs,
     short_cap_warning,
 )
@@ -41,6 +42,7 @@ from ruledrift.boundary.files import report_target, shown
 from ruledrift.boundary.http import url_problem
 from ruledrift.checks.regex_workers import RegexEvaluator
 from ruledrift.data import (
+    BASE,
     AdapterConfig,
     Balance,
     FluentAssertion,
@@ -53,6 +55,7 @@ from ruledrift.data import (
     ShardInfo,
     Suite,
     TargetInfo,
+    Variant,
     VerdictPolicy,
 )
 from ruledrift.errors import AdapterError, UsageError
@@ -88,6 +91,7 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
     suite = load_suite(request.config)
     scenarios = select_scenarios(suite, request.scenarios)
     policy = request.policy
+    variants = select_variants(suite, request.variants, policy, sharded=request.shard is not None)
     selected_scenarios = scenarios
     balance = None
     if request.shard is not None:
@@ -98,13 +102,15 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
     reports = request.reports
     check_reports(reports, {report_target(suite.path): "the suite itself"})
     selection = sum(s.decisions for s in selected_scenarios)
-    observer.run_starting(run_plan(suite, scenarios, policy, selection))
-    warning = short_cap_warning(policy, selection)
-    if warning:
-        observer.warning(warning)
+    observer.run_starting(run_plan(suite, scenarios, policy, selection, variants))
+    for warning in (short_cap_warning(policy, selection), few_pairs_warning(policy, len(variants))):
+        if warning:
+            observer.warning(warning)
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
-        result = run_loop(_execute(suite, config, request, scenarios, observer, selection))
+        result = run_loop(
+            _execute(suite, config, request, scenarios, observer, selection, variants)
+        )
     finally:
         observer.run_stopped()
         _restore_sigterm(sigterm)
@@ -124,11 +130,16 @@ def run(request: RunRequest, observer: RunObserver | None = None) -> RunOutcome:
 
 
 def run_plan(
-    suite: Suite, scenarios: tuple[Scenario, ...], policy: VerdictPolicy, selection: int
+    suite: Suite,
+    scenarios: tuple[Scenario, ...],
+    policy: VerdictPolicy,
+    selection: int,
+    variants: Sequence[Variant] = (),
 ) -> RunPlan:
     """What running `scenarios` (of a selection of `selection` probes) under `policy` takes:
-    exact calls for N runs; for --repeat auto the most, and the numbers expected if every probe
-    passes each run with the chance `--holds-at` names and if none ever fails."""
+    exact calls for N runs (with `variants`, their calls too); for --repeat auto the most, and
+    the numbers expected if every probe passes each run with the chance `--holds-at` names and
+    if none ever fails."""
     runs = most_runs(policy, selection)
     expected = None
     if policy.repeat == "auto":
@@ -144,7 +155,8 @@ def run_plan(
         suite,
         scenarios,
         probes=sum(s.decisions for s in scenarios),
-        model_calls=runs * sum(s.model_calls for s in scenarios),
+        model_calls=runs
+        * sum(s.model_calls + sum(s.variant_calls(v) for v in variants) for s in scenarios),
         runs=runs,
         expected=expected,
     )
@@ -239,13 +251,16 @@ def run_against(
     observer: RunObserver | None = None,
     policy: VerdictPolicy | None = None,
     seed: int | None = None,
+    variants: Sequence[str] = (),
 ) -> RunResult:
     """Run a loaded suite against an adapter of your own (any object with the `Adapter`
     protocol's four methods, e.g. your agent called in-process). Opens and closes it. `seed`:
-    the run's seed (`context.seed` of run r is seed + r; default: the suite's, else drawn)."""
+    the run's seed (`context.seed` of run r is seed + r; default: the suite's, else drawn).
+    `variants`: as `--variants` ("base" and the suite's variants to compare with it)."""
     policy = policy or VerdictPolicy()
     check_policy(policy)
     selected = select_scenarios(suite, scenarios)
+    played = select_variants(suite, variants, policy)
     check_design(policy, sum(s.decisions for s in selected))
     return run_loop(
         _run_adapter(
@@ -256,6 +271,7 @@ def run_against(
             observer or SilentObserver(),
             policy,
             seed=seed,
+            variants=played,
         )
     )
 
@@ -270,6 +286,7 @@ async def _run_adapter(
     max_calls: int | None = None,
     suite_probes: int | None = None,
     seed: int | None = None,
+    variants: Sequence[Variant] = (),
 ) -> RunResult:
     regex = RegexEvaluator()
     kinds = {type(a) for s in scenarios for p in _probe_objects(s) for a in p.all_assertions}
@@ -294,12 +311,49 @@ async def _run_adapter(
             max_calls=max_calls,
             suite_probes=suite_probes,
             seed=seed,
+            variants=variants,
         )
     finally:
         try:
             await adapter.aclose()
         finally:
             await regex.aclose()
+
+
+def select_variants(
+    suite: Suite, wanted: Sequence[str], policy: VerdictPolicy, *, sharded: bool = False
+) -> tuple[Variant, ...]:
+    """The variants `--variants` names, base aside (every variant is compared with base):
+    a usage error for a name the suite does not declare, a list without base, `--repeat auto`
+    (pairs need the same runs under every variant) or a shard (merge does not combine them)."""
+    if not wanted:
+        return ()
+    names = ", ".join([BASE, *(v.id for v in suite.variants)])
+    unknown = [w for w in dict.fromkeys(wanted) if w != BASE and suite.variant(w) is None]
+    if unknown:
+        raise OptionError(
+            "{variants} {unknown}: no such variant (variants: {names})",
+            unknown=", ".join(unknown),
+            names=names,
+        )
+    if BASE not in wanted or len(set(wanted)) < 2:
+        raise OptionError(
+            "{variants} lists base and at least one variant to compare with it (variants: {names})",
+            names=names,
+        )
+    if policy.repeat == "auto":
+        raise OptionError(
+            "{variants} needs fixed repeats ({repeat} N): --repeat auto stops each probe at its "
+            "own verdict, and a pair needs the same run under every variant"
+        )
+    if sharded:
+        raise OptionError("{variants} and {shard} exclude each other: merge cannot pair shards")
+    if any(scenario.searches for scenario in suite.scenarios):
+        raise OptionError(
+            "{variants} and a search of the breaking depth exclude each other: a search decides "
+            "its depths from base's runs, so a variant's would not pair with them"
+        )
+    return tuple(v for v in suite.variants if v.id in set(wanted))
 
 
 def select_scenarios(suite: Suite, wanted: Sequence[str]) -> tuple[Scenario, ...]:
@@ -351,6 +405,7 @@ async def _execute(
     scenarios: Sequence[Scenario],
     observer: RunObserver,
     suite_probes: int | None = None,
+    variants: Sequence[Variant] = (),
 ) -> RunResult:
     task = asyncio.current_task()
     if task is not None:  # SIGTERM (CI cancelling a job, docker stop) stops the run like Ctrl-C
@@ -369,6 +424,7 @@ async def _execute(
                 request.max_calls,
                 suite_probes,
                 request.seed,
+                variants,
             )
     except AdapterError as cause:  # the managed server did not start or could not pull
         observer.warning(f"the target could not start: {cause}")

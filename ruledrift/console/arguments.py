@@ -227,6 +227,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="run only this scenario (repeatable)",
     )
+    run.add_argument(
+        "--variants",
+        metavar="base,ID,...",
+        help="play every probe under base (the suite as written) and under each of these "
+        "variants of the suite, paired run for run, and compare them (docs/statistics.md)",
+    )
     _repeat_arguments(run)
     run.add_argument(
         "--shard",
@@ -352,6 +358,7 @@ def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:
         shard_balance=Path(args.shard_balance) if args.shard_balance else None,
         max_calls=args.max_calls,
         seed=args.seed,
+        variants=tuple(v.strip() for v in args.variants.split(",")) if args.variants else (),
     )
     return request, Display(quiet=args.quiet, no_color=args.no_color, github=args.github)
 

@@ -25,11 +25,13 @@ from ruledrift.data.results import (
     ShardSource,
     Status,
     TargetInfo,
+    VariantResult,
     combined_status,
     paired_status,
     response_of,
 )
 from ruledrift.data.suite import (
+    BASE,
     AdapterConfig,
     AnswersAssertion,
     Assertion,
@@ -46,6 +48,7 @@ from ruledrift.data.suite import (
     NotLeaksAssertion,
     Probe,
     RegexAssertionType,
+    RemindAs,
     Rule,
     Scenario,
     Severity,
@@ -54,10 +57,12 @@ from ruledrift.data.suite import (
     TextAssertion,
     TextAssertionType,
     VacuousPasses,
+    Variant,
     derived_probe_id,
 )
 
 __all__ = [
+    "BASE",
     "AdapterConfig",
     "AnswerContext",
     "AnswersAssertion",
@@ -83,6 +88,7 @@ __all__ = [
     "ProbeResult",
     "ProbeRun",
     "RegexAssertionType",
+    "RemindAs",
     "Response",
     "Rule",
     "RunResult",
@@ -101,6 +107,8 @@ __all__ = [
     "TextAssertion",
     "TextAssertionType",
     "VacuousPasses",
+    "Variant",
+    "VariantResult",
     "VerdictPolicy",
     "combined_status",
     "derived_probe_id",

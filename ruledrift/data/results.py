@@ -10,7 +10,7 @@ from typing import Literal
 
 from ruledrift.data.conversation import Message
 from ruledrift.data.policy import VerdictPolicy
-from ruledrift.data.suite import Probe, Scenario, Suite
+from ruledrift.data.suite import Probe, Scenario, Suite, Variant
 
 # `vacuous`: the probe passed but its control failed (the agent may have stopped working)
 Status = Literal["passed", "failed", "error", "inconclusive", "vacuous"]
@@ -194,6 +194,18 @@ class SearchResult:
 
 
 @dataclass(frozen=True)
+class VariantResult:
+    """A scenario's probes under one variant (`--variants`), run for run beside base's: run r
+    of a probe here and run r under base are one pair (the same run index and seed). A probe
+    shallower than `variant.diverges_at` was asked once, on the conversation both share, and
+    its result is base's."""
+
+    variant: Variant
+    probes: tuple[ProbeResult, ...]
+    model_calls: int = 0  # the calls this variant made apart from base's
+
+
+@dataclass(frozen=True)
 class ScenarioResult:
     scenario: Scenario
     probes: tuple[ProbeResult, ...]
@@ -203,6 +215,7 @@ class ScenarioResult:
     runs: int = 1  # times the scenario was played (`--repeat`)
     judge_calls: int = 0  # calls of `judge` assertions' models, apart from `model_calls`
     searches: tuple[SearchResult, ...] = ()  # its searched probes; their points are in probes
+    variants: tuple[VariantResult, ...] = ()  # `--variants`: the probes under each, not base
 
     @property
     def status(self) -> Status:

@@ -13,6 +13,8 @@ RegexAssertionType = Literal["matches", "notMatches"]
 SystemPromptMode = Literal["replace", "append"]
 HistoryMode = Literal["replay", "regenerate"]
 VacuousPasses = Literal["fail", "warn"]
+RemindAs = Literal["system", "user"]
+BASE = "base"  # the implicit variant: the suite as written
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,33 @@ class History:
 
 
 @dataclass(frozen=True)
+class Variant:
+    """A named change to how every conversation is built (`variants`), compared with the suite
+    as written (`BASE`): the rules repeated as a `remind_as` message after every
+    `remind_every`-th background turn's answer, and/or another `system_prompt` (placed before
+    the rendered rules instead of the suite's and the scenario's)."""
+
+    id: str
+    location: Location
+    remind_every: int | None = None
+    remind_as: RemindAs = "system"
+    system_prompt: str | None = None
+
+    @property
+    def diverges_at(self) -> int:
+        """The first boundary whose conversation differs from base's: before it, base's
+        conversation and this variant's are the same messages (a probe there is shared)."""
+        if self.system_prompt is not None or self.remind_every is None:
+            return 0
+        return self.remind_every
+
+    def reminds_after(self, turn: int) -> bool:
+        """Whether the reminder follows background turn `turn`'s answer."""
+        every = self.remind_every
+        return every is not None and turn > 0 and turn % every == 0
+
+
+@dataclass(frozen=True)
 class Scenario:
     """A conversation to play. `system_prompt` and `rules` are the scenario's own (None: the
     suite's); `system_prompt_mode` says whether its prompt replaces the suite's or follows it.
@@ -278,6 +307,16 @@ class Scenario:
         per_round = deepest - min(self.replayed, deepest) + asked
         return calls + rounds * per_round
 
+    def variant_calls(self, variant: Variant) -> int:
+        """The calls a run makes for `variant` beside base's: its own background turns after
+        the boundary where it leaves base's conversation (none replayed), and its probes from
+        that boundary on (a shallower probe is base's)."""
+        start, deepest = variant.diverges_at, self.turns_needed
+        if start > deepest:
+            return 0
+        turns = deepest - max(start, min(self.replayed, deepest))
+        return turns + sum(_asks(probe) for probe in self.probes if probe.after_turn >= start)
+
 
 def _asks(probe: Probe) -> int:
     """The calls asking a probe takes at most: its own, and its control's."""
@@ -307,6 +346,11 @@ class Suite:
     sha256: str
     judge: AdapterConfig | None = None  # the suite's judge, for `judge` assertions without one
     vacuous_passes: VacuousPasses = "fail"  # what a pass whose control failed does to the run
+    variants: tuple[Variant, ...] = ()  # `variants`, in config order (base is implicit)
+
+    def variant(self, variant_id: str) -> Variant | None:
+        """The variant called `variant_id` (None: base, or no such variant)."""
+        return next((v for v in self.variants if v.id == variant_id), None)
 
     @property
     def probe_count(self) -> int:

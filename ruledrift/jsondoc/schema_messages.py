@@ -161,6 +161,12 @@ def _message(kind: object, value: object, expected: object, path: list[str | int
         return f"expected at most {expected} milliseconds (a day), got {show(value)}"
     if kind == "maximum":
         return f"expected a number of at most {expected}, got {show(value)}"
+    if kind == "not" and expected == {"const": "base"}:
+        return (
+            '"base" is the suite as written, compared with every variant: give this one another id'
+        )
+    if kind == "anyOf" and len(path) == 2 and path[0] == "variants":
+        return 'a variant must change something: give it "remindEvery", "systemPrompt" or both'
     if kind == "oneOf" and path and path[-1] == "think":
         return f'expected true, false, "low", "medium", "high" or "max"; got {show(value)}'
     return f"{kind}: {show(value)} does not satisfy {show(expected)}"
@@ -190,7 +196,7 @@ def _not_an_integer(value: float) -> str:
 def context(data: object, path: Sequence[str | int]) -> str:
     """Names the rule, scenario and probe a pointer is in, e.g. ' (scenario "a", probe "b")'."""
     names: list[str] = []
-    labels = {"rules": "rule", "scenarios": "scenario", "probes": "probe"}
+    labels = {"rules": "rule", "scenarios": "scenario", "probes": "probe", "variants": "variant"}
     node, parent = data, None
     for part in path:
         if isinstance(node, dict) and isinstance(part, str):

@@ -19,8 +19,11 @@ from ruledrift.data import ProbeResult, RunResult, Status, policy_argv
 from ruledrift.reports.sentences import (
     IDENTICAL_RUNS,
     TARGET_DID_NOT_START,
+    pairing_words,
     policy_rule,
     run_verdict,
+    variant_words,
+    variants_heading,
 )
 from ruledrift.reports.workflow_commands import ANNOTATIONS_PER_LEVEL, plan_annotations
 from ruledrift.results.findings import (
@@ -37,6 +40,7 @@ from ruledrift.results.findings import (
     suspicious,
     target_warnings,
 )
+from ruledrift.results.variants import read_variants, variant_curves
 from ruledrift.stats import PassRate
 from ruledrift.text import markdown_inline, repair_surrogates
 
@@ -91,13 +95,14 @@ def render_summary(
     room = max_bytes - _size(head) - _size(tail) - _CUT_NOTE_BYTES
     rendered: dict[str, str] = {}
     cut = False
-    for name in ("chart", "searches", "grid", "failed", "suspicious", "all"):  # rows kept in order
+    order = ("chart", "variants", "searches", "grid", "failed", "suspicious", "all")
+    for name in order:  # the order they keep rows in
         text, was_cut = _SECTIONS[name](result).render(room if not cut else 0)
         rendered[name], room, cut = text, room - _size(text), cut or was_cut
     note = _CUT_NOTE if cut else ""
     body = rendered["failed"] + rendered["suspicious"] + rendered["searches"] + rendered["grid"]
     body += rendered["all"]
-    return head + rendered["chart"] + note + body + tail
+    return head + rendered["chart"] + rendered["variants"] + note + body + tail
 
 
 # --- summary sections ------------------------------------------------------------------------
@@ -359,13 +364,37 @@ def _percent(rate: PassRate) -> str:
 class _Chart:
     """A section kept whole or left out with a note: it has no rows to drop."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
+    def __init__(self, text: str, what: str = "The drift chart is") -> None:
+        self.text, self.what = text, what
 
     def render(self, room: int) -> tuple[str, bool]:
         if not self.text or _size(self.text) <= room:
             return self.text, False
-        return "_The drift chart is not shown: the summary reached its size limit._\n\n", True
+        return f"_{self.what} not shown: the summary reached its size limit._\n\n", True
+
+
+def _variants(result: RunResult) -> _Chart:
+    """With `--variants`: every variant's drift curves in one chart per set of depths (lines
+    named in the list below, as in the drift chart), each probe under each variant against
+    base, and the pairs an improvement needs."""
+    reading = read_variants(result)
+    if reading is None:
+        return _Chart("")
+    text = f"### Variants\n\n{markdown_inline(variants_heading(reading), CELL_MAX_CHARS)}.\n\n"
+    curves = [curve for curve in variant_curves(result) if len(curve.cells) > 1]
+    number = 1
+    for group in _by_depths(curves):
+        text += _chart_group(group, number)
+        number += len(group)
+    text += "| probe | variant | against base |\n|---|---|---|\n"
+    for row in reading.probes:
+        name = markdown_inline(f"{row.scenario}/{row.probe.probe.id}", CELL_MAX_CHARS)
+        words = markdown_inline(variant_words(row), CELL_MAX_CHARS)
+        text += f"| {name} | {markdown_inline(row.variant.id, CELL_MAX_CHARS)} | {words} |\n"
+    text += "\n"
+    if reading.plan is not None:
+        text += markdown_inline(pairing_words(reading.plan), CELL_MAX_CHARS) + "\n\n"
+    return _Chart(text, "The variants' comparison is")
 
 
 def _chart(result: RunResult) -> _Chart:
@@ -560,6 +589,7 @@ def _searches(result: RunResult) -> _Table:
 _SECTIONS: dict[str, Callable[[RunResult], _Section]] = {
     "chart": _chart,
     "searches": _searches,
+    "variants": _variants,
     "grid": _grid,
     "failed": _failed,
     "suspicious": _suspicious,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ruledrift.data import ProbeResult, RunResult, Status, combined_status
 from ruledrift.results.findings import DriftCell, policy_cap, runs_not_made
+from ruledrift.results.variants import PairingPlan, VariantProbe, VariantsReading
 
 # Why a run has its status, after the status's word ("failed: the target broke a rule").
 REASONS: dict[Status, str] = {
@@ -115,3 +116,45 @@ def policy_rule(result: RunResult, code: Callable[[str], str] = str) -> str:
     if policy.min_pass_rate is not None:
         return f"{option}: a probe passes when at least {policy.min_pass_rate:.0%} of its runs pass"
     return f"{option}: a probe passes only if every run passes"
+
+
+def variants_heading(reading: VariantsReading) -> str:
+    """The line above the variants' comparison."""
+    tested = sum(1 for row in reading.probes if row.comparison is not None)
+    names = ", ".join(v.id for v in reading.variants)
+    return (
+        f"variants: base against {names}, paired run for run (McNemar's exact test, Holm over "
+        f"{tested} tested probe(s))"
+    )
+
+
+def variant_words(row: VariantProbe) -> str:
+    """One probe under one variant against base: its pairs, the change and the label."""
+    counts, tested = row.counts, row.comparison
+    rates = (
+        f"{counts.base_passes}/{counts.pairs} under base → {counts.variant_passes}/{counts.pairs}"
+    )
+    if row.shared:
+        return (
+            f"shared with base: asked once on the same conversation (the variant starts to "
+            f"differ at turn {row.variant.diverges_at})"
+        )
+    if tested is None:
+        return "no pair: no run was answered under both base and the variant"
+    points = f"{tested.change * 100:+.1f} points"
+    interval = f"95% interval {tested.low * 100:+.1f} to {tested.high * 100:+.1f}"
+    return (
+        f"{rates} ({points}, {interval}; {counts.base_only} pair(s) passed only under base, "
+        f"{counts.variant_only} only under the variant; p {tested.p_value:.3g}, Holm-adjusted "
+        f"{tested.adjusted:.3g}): {tested.label}"
+    )
+
+
+def pairing_words(plan: PairingPlan) -> str:
+    """How many pairs the planned improvement needs, and runs per arm without pairing."""
+    return (
+        f"pairs: to see {plan.drifted_at:.0%} → {plan.holds_at:.0%} (80% power, 5%, two-sided) "
+        f"takes {plan.pairs_if_only_fixes} pairs if the variant only fixes failures, "
+        f"{plan.pairs_if_independent} if a pair's two outcomes are independent; two unpaired "
+        f"samples would need {plan.runs_per_arm_unpaired} runs each (docs/statistics.md)"
+    )

@@ -6,7 +6,14 @@ import re
 from dataclasses import dataclass
 
 from ruledrift.data import ProbeResult, RunResult, ScenarioResult, Status
-from ruledrift.reports.sentences import counts, run_verdict, runs_passed
+from ruledrift.reports.sentences import (
+    counts,
+    pairing_words,
+    run_verdict,
+    runs_passed,
+    variant_words,
+    variants_heading,
+)
 from ruledrift.results.findings import (
     FLAG_TEXT,
     by_paraphrase,
@@ -21,6 +28,7 @@ from ruledrift.results.findings import (
     suspicious,
     target_warnings,
 )
+from ruledrift.results.variants import read_variants, variant_view
 from ruledrift.text import preview, terminal_safe
 
 _LABELS: dict[Status, str] = {
@@ -112,6 +120,7 @@ def render_ending(result: RunResult, options: TerminalOptions) -> str:
             terminal_safe(f"search {scenario}/{search_id}: {line}")
             for scenario, search_id, _, line in search_lines(result)
         ]
+        lines += variant_lines(result)
         lines += [f"warning: {terminal_safe(w)}" for w in target_warnings(result)]
         flagged = suspicious(result)
         if flagged:
@@ -128,6 +137,26 @@ def render_ending(result: RunResult, options: TerminalOptions) -> str:
         _paint(f"{verdict.word.upper()}: {verdict.reason}", _COLOURS[result.status], options)
     )
     return "\n".join(lines) + "\n"
+
+
+def variant_lines(result: RunResult) -> list[str]:
+    """With `--variants`: each variant's drift grid (with repeats), then every probe under
+    every variant against base, and the pairs an improvement needs."""
+    reading = read_variants(result)
+    if reading is None:
+        return []
+    lines = []
+    if result.policy.repeated:
+        for variant in reading.variants:
+            grid = drift_grid(variant_view(result, variant.id))
+            lines += [line.replace("drift:", f"drift under {variant.id}:", 1) for line in grid]
+    lines += ["", terminal_safe(variants_heading(reading))]
+    for row in reading.probes:
+        name = f"{row.scenario}/{row.probe.probe.id} under {row.variant.id}"
+        lines.append(f"  {terminal_safe(name)}: {terminal_safe(variant_words(row))}")
+    if reading.plan is not None:
+        lines.append(terminal_safe(pairing_words(reading.plan)))
+    return lines
 
 
 def summary_line(result: RunResult) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ruledrift.data import ProbeResult, RunResult, SearchResult
+from ruledrift.errors import UsageError
 from ruledrift.results.findings import drift_curve, search_finding
 from ruledrift.stats import Comparison, PassRate, compare_suite, pass_rate, runs_per_side
 
@@ -61,7 +62,15 @@ class ComparisonResult:
 
 def compare_runs(base: RunResult, head: RunResult) -> ComparisonResult:
     """The comparison of `head` with `base` (pure). The planned drop is from the head's
-    `--holds-at` to its `--drifted-at`."""
+    `--holds-at` to its `--drifted-at`. Runs with variants are refused: the comparison is of
+    base against head, and the variants' own comparison is in each report."""
+    for side, result in (("base", base), ("head", head)):
+        if any(scenario.variants for scenario in result.scenarios):
+            raise UsageError(
+                f"the {side} report holds variants (--variants), which compare does not "
+                "compare: its report already compares each variant with base; compare runs "
+                "made without --variants"
+            )
     planned = _planned(head)
     base_probes, head_probes = _probes(base), _probes(head)
     shared = [key for key in head_probes if key in base_probes]

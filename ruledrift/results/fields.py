@@ -58,6 +58,7 @@ REPORT = _fields(
     Field("policy", "policy", optional=True),  # a run with repeats
     Field("drift", "drift", older=True),
     Field("rules", "rules", older=True),
+    Field("variants", "variants", optional=True),  # `--variants`: results.variants
 )
 TOOL = _fields(("name", "name"), ("version", "version"))
 SUITE = _fields(
@@ -145,6 +146,7 @@ SCENARIO = _fields(  # ScenarioResult
     Field("transcript", "transcript", optional=True),  # with the answers only
     Field("history", "history", optional=True),  # a scenario with a recorded history
     Field("searches", "searches", optional=True),  # a scenario with a search (SearchResult)
+    Field("variants", "variants", optional=True),  # `--variants`: its probes under each
 )
 SEARCH = _fields(  # SearchResult
     ("id", "id"),
@@ -158,6 +160,15 @@ SEARCH = _fields(  # SearchResult
     ("points", "points"),
     ("tokensHeld", "tokens_held"),
     ("tokensDrifted", "tokens_drifted"),
+)
+VARIANT_RESULT = _fields(  # VariantResult, with its Variant's settings
+    ("id", "id"),
+    Field("remindEvery", "remind_every", optional=True),
+    Field("remindAs", "remind_as", optional=True),
+    ("replacesSystemPrompt", "replaces_system_prompt"),
+    ("divergesAt", "diverges_at"),
+    ("modelCalls", "model_calls"),
+    ("probes", "probes"),
 )
 HISTORY = _fields(("path", "path"), ("sha256", "sha256"), ("mode", "mode"))  # History
 MESSAGE = _fields(  # Message
@@ -229,6 +240,40 @@ RESPONSE = _fields(  # Response
     Field("text", "text", optional=True),  # with the answers only
 )
 
+VARIANTS = _fields(  # results.variants.VariantsReading
+    ("compared", "compared"),
+    ("probes", "probes"),
+    Field("plan", "plan", optional=True),
+    ("drift", "drift"),
+)
+VARIANT_PROBE = _fields(  # results.variants.VariantProbe
+    ("scenario", "scenario"),
+    ("probe", "probe"),
+    ("rule", "rule"),
+    ("afterTurn", "after_turn"),
+    ("variant", "variant"),
+    ("shared", "shared"),
+    ("pairs", "pairs"),
+    ("both", "both"),
+    ("baseOnly", "base_only"),
+    ("variantOnly", "variant_only"),
+    ("neither", "neither"),
+    Field("change", "change", optional=True),  # the rest: only when tested
+    Field("low", "low", optional=True),
+    Field("high", "high", optional=True),
+    Field("pValue", "p_value", optional=True),
+    Field("adjusted", "adjusted", optional=True),
+    Field("label", "label", optional=True),
+)
+PLAN = _fields(  # results.variants.PairingPlan
+    ("driftedAt", "drifted_at"),
+    ("holdsAt", "holds_at"),
+    ("pairsIfOnlyFixes", "pairs_if_only_fixes"),
+    ("pairsIfIndependent", "pairs_if_independent"),
+    ("runsPerArmUnpaired", "runs_per_arm_unpaired"),
+)
+VARIANT_DRIFT = _fields(("variant", "variant"), ("drift", "drift"))
+
 OBJECTS: Mapping[str, tuple[Field, ...]] = {
     "report": REPORT,
     "tool": TOOL,
@@ -254,6 +299,11 @@ OBJECTS: Mapping[str, tuple[Field, ...]] = {
     "assertion": ASSERTION,
     "judge": JUDGE,
     "response": RESPONSE,
+    "variantResult": VARIANT_RESULT,
+    "variants": VARIANTS,
+    "variantProbe": VARIANT_PROBE,
+    "plan": PLAN,
+    "variantDrift": VARIANT_DRIFT,
 }
 """Every object of the report by a name of its own (the test matches each to the schema)."""
 

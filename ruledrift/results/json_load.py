@@ -80,6 +80,8 @@ from ruledrift.data import (
     ShardInfo,
     Suite,
     TargetInfo,
+    Variant,
+    VariantResult,
     VerdictPolicy,
     derived_probe_id,
 )
@@ -131,6 +133,7 @@ _read_suite = reader(fields.SUITE)
 _read_summary = reader(fields.SUMMARY)
 _read_target = reader(fields.TARGET)
 _read_tool = reader(fields.TOOL)
+_read_variant = reader(fields.VARIANT_RESULT)
 
 
 @dataclass(frozen=True)
@@ -212,6 +215,8 @@ def _checked(data: object, source: str, text: str | None) -> SavedReport:
     _refuse(source, report, text, invalid, _schema_problems(report))
     _refuse(source, report, text, "an id used twice", _repeated_ids(report))
     _refuse(source, report, text, "a rule with two severities", _severity_problems(report))
+    variants = _variant_problems(report)
+    _refuse(source, report, text, "its variants do not match its probes (edited?)", variants)
     saved = _build(report)
     summary = _disagreements(saved.result, report)
     _refuse(source, report, text, "its summary does not match its probes (edited?)", summary)
@@ -692,6 +697,27 @@ def _severity_problems(report: dict[str, Any]) -> list[_Problem]:
     return problems
 
 
+def _variant_problems(report: dict[str, Any]) -> list[_Problem]:
+    """Each scenario's variants: named once, with exactly the scenario's probes (id and rule, in
+    order), since a variant's run r pairs with base's run r of the same probe."""
+    problems = []
+    for i, scenario in enumerate(report["scenarios"]):
+        played = scenario.get("variants", [])
+        problems += _first_twice(
+            [(("scenarios", i, "variants", j, "id"), v["id"]) for j, v in enumerate(played)]
+        )
+        expected = [(p["id"], p["rule"]) for p in scenario["probes"]]
+        for j, variant in enumerate(played):
+            if [(p["id"], p["rule"]) for p in variant["probes"]] != expected:
+                problems.append(
+                    _at(
+                        ("scenarios", i, "variants", j, "probes"),
+                        "a variant holds other probes than its scenario (ids and rules, in order)",
+                    )
+                )
+    return problems
+
+
 def _severities(report: dict[str, Any]) -> Iterator[tuple[str, Severity, tuple[str | int, ...]]]:
     """Each rule id with a severity and where, in the suite's order (`rules` lists them so; a
     rule only a probe names comes after)."""
@@ -807,6 +833,7 @@ def _build(report: dict[str, Any]) -> SavedReport:
         path=Path(suite_values["path"]),
         sha256=suite_values["sha256"],
         vacuous_passes=suite_values.get("vacuous_passes", "fail"),
+        variants=tuple({v.variant.id: v.variant for s in scenarios for v in s.variants}.values()),
     )
     result = RunResult(
         suite=suite,
@@ -842,13 +869,7 @@ def _scenario(
     values = _read_scenario(rendered)
     messages = values.get("transcript", [])
     transcript = tuple(Message(**_read_message(m)) for m in messages)
-    probes: list[dict[str, Any]] = [_read_probe(p) for p in values["probes"]]
-    texts = [_probe_text(p) for p in probes]
-    prompts = _prompts(probes, texts, transcript)
-    results = tuple(
-        _identical(_probe_result(p, rules, prompt, text), "identical_runs" in p, policy)
-        for p, prompt, text in zip(probes, prompts, texts, strict=True)
-    )
+    results = _probe_results(values["probes"], rules, policy, transcript)
     history = values.get("history")
     scenario = Scenario(
         id=values["id"],
@@ -868,12 +889,45 @@ def _scenario(
         runs=max(played) + 1 if played else 1,
         judge_calls=values.get("judge_calls", 0),
         searches=tuple(_search(search) for search in values.get("searches", ())),
+        variants=tuple(_variant(v, rules, policy) for v in values.get("variants", ())),
     )
 
 
 def _search(rendered: dict[str, Any]) -> SearchResult:
     values = _read_search(rendered)
     return SearchResult(**values | {"points": tuple(values["points"])})
+
+
+def _probe_results(
+    rendered: list[dict[str, Any]],
+    rules: dict[str, Rule],
+    policy: VerdictPolicy,
+    transcript: Sequence[Message],
+) -> tuple[ProbeResult, ...]:
+    probes: list[dict[str, Any]] = [_read_probe(p) for p in rendered]
+    texts = [_probe_text(p) for p in probes]
+    prompts = _prompts(probes, texts, transcript)
+    return tuple(
+        _identical(_probe_result(p, rules, prompt, text), "identical_runs" in p, policy)
+        for p, prompt, text in zip(probes, prompts, texts, strict=True)
+    )
+
+
+def _variant(
+    rendered: dict[str, Any], rules: dict[str, Rule], policy: VerdictPolicy
+) -> VariantResult:
+    """A scenario's probes under one variant; the variant's settings as far as the report
+    keeps them (not its system prompt's text)."""
+    values = _read_variant(rendered)
+    variant = Variant(
+        values["id"],
+        NOWHERE,
+        remind_every=values.get("remind_every"),
+        remind_as=values.get("remind_as", "system"),
+        system_prompt=NOT_IN_REPORT if values["replaces_system_prompt"] else None,
+    )
+    probes = _probe_results(values["probes"], rules, policy, ())
+    return VariantResult(variant, probes, values["model_calls"])
 
 
 def _probe_text(probe: dict[str, Any]) -> str | None:

@@ -22,6 +22,7 @@ from ruledrift.data import (
     RunResult,
     ScenarioResult,
     SearchResult,
+    VariantResult,
 )
 from ruledrift.results import fields
 from ruledrift.results.fields import written
@@ -36,6 +37,7 @@ from ruledrift.results.findings import (
     rule_stories,
     suspicious,
 )
+from ruledrift.results.variants import VariantsReading, read_variants, variant_view
 from ruledrift.stats import PassRate, pass_rate
 from ruledrift.text import repair_surrogates
 
@@ -67,6 +69,7 @@ def render_json(result: RunResult, *, include_responses: bool) -> bytes:
         "policy": _policy(result),
         "drift": _drift(result),
         "rules": [_story(story) for story in rule_stories(result)],
+        "variants": _variants(result, read_variants(result)),
     }
     text = json.dumps(written(fields.REPORT, report), indent=2, ensure_ascii=False, allow_nan=False)
     # lone surrogates (possible in text decoded from JSON escapes) cannot be encoded as UTF-8
@@ -114,12 +117,67 @@ def _scenario(result: ScenarioResult, include_responses: bool) -> dict[str, Any]
         "transcript": transcript if include_responses else None,
         "history": None if history is None else written(fields.HISTORY, vars(history)),
         "searches": [_search(search) for search in result.searches] or None,
+        "variants": [_variant(result, v, include_responses) for v in result.variants] or None,
     }
     return written(fields.SCENARIO, values)
 
 
 def _search(search: SearchResult) -> dict[str, Any]:
     return written(fields.SEARCH, vars(search) | {"points": list(search.points)})
+
+
+def _variant(
+    scenario: ScenarioResult, played: VariantResult, include_responses: bool
+) -> dict[str, Any]:
+    variant = played.variant
+    values = {
+        "id": variant.id,
+        "remind_every": variant.remind_every,
+        "remind_as": variant.remind_as if variant.remind_every is not None else None,
+        "replaces_system_prompt": variant.system_prompt is not None,
+        "diverges_at": variant.diverges_at,
+        "model_calls": played.model_calls,
+        "probes": [_probe(scenario, p, include_responses) for p in played.probes],
+    }
+    return written(fields.VARIANT_RESULT, values)
+
+
+def _variants(result: RunResult, reading: VariantsReading | None) -> dict[str, Any] | None:
+    """The comparison of a run with variants (None without)."""
+    if reading is None:
+        return None
+    probes = []
+    for row in reading.probes:
+        counts, tested = row.counts, row.comparison
+        values: dict[str, Any] = vars(counts) | {
+            "scenario": row.scenario,
+            "probe": row.probe.probe.id,
+            "rule": row.probe.probe.rule.id,
+            "after_turn": row.probe.probe.after_turn,
+            "variant": row.variant.id,
+            "shared": row.shared,
+            "pairs": counts.pairs,
+        }
+        if tested is not None:
+            values |= {
+                "change": round(tested.change, 6),
+                "low": round(tested.low, 6),
+                "high": round(tested.high, 6),
+                "p_value": tested.p_value,
+                "adjusted": tested.adjusted,
+                "label": tested.label,
+            }
+        probes.append(written(fields.VARIANT_PROBE, values))
+    names = ["base", *(v.id for v in reading.variants)]
+    drift = [
+        written(
+            fields.VARIANT_DRIFT, {"variant": name, "drift": _drift(variant_view(result, name))}
+        )
+        for name in names
+    ]
+    plan = None if reading.plan is None else written(fields.PLAN, vars(reading.plan))
+    values = {"compared": names[1:], "probes": probes, "plan": plan, "drift": drift}
+    return written(fields.VARIANTS, values)
 
 
 def _policy(result: RunResult) -> dict[str, Any] | None:

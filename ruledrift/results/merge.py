@@ -84,6 +84,11 @@ def _few(items: Sequence[str]) -> list[str]:
 
 
 def _check_shard(name: str, result: RunResult) -> None:
+    if any(scenario.variants for scenario in result.scenarios):
+        raise UsageError(
+            f"{name} holds variants (--variants), which merge does not combine: run the "
+            "variants unsharded, in one report"
+        )
     if result.shard is None:
         raise UsageError(f"{name} is not a shard (it was not run with --shard K/N)")
     if result.shard.assigned is None:

@@ -44,6 +44,8 @@ from ruledrift.data import (
     Status,
     Suite,
     TargetInfo,
+    Variant,
+    VariantResult,
     VerdictPolicy,
     paired_status,
     response_of,
@@ -54,7 +56,7 @@ from ruledrift.run.sampling import configured_sampling, configured_seed
 from ruledrift.run.search import next_depths, search_result
 from ruledrift.run.verdicts import is_decided, probe_verdict, sequential_design
 from ruledrift.stats import SequentialDesign
-from ruledrift.suite.system_message import system_message
+from ruledrift.suite.system_message import reminder_message, system_message
 from ruledrift.text import cut_text, repair_surrogates
 
 INTERRUPTED = "not run: the run was interrupted"
@@ -158,6 +160,9 @@ class _ScenarioRun:
     judge_calls: int = 0
     points: tuple[Probe, ...] = ()  # the depths its searches ask in this run (`run.search`)
     first_runs: Mapping[str, int] = field(default_factory=dict)  # each point's first run
+    variants: tuple[Variant, ...] = ()  # `--variants`, base aside: each played after base
+    variant_results: dict[str, dict[str, ProbeResult]] = field(default_factory=dict)
+    variant_calls: dict[str, int] = field(default_factory=dict)
 
     @property
     def probes(self) -> tuple[Probe, ...]:
@@ -175,19 +180,69 @@ class _ScenarioRun:
     async def _play(self) -> None:
         scenario = self.scenario
         self.transcript = [Message("system", system_message(self.suite, scenario))]
+        at_boundary = self._at_boundary()
+        forks = {v.diverges_at for v in self.variants}
+        shared: dict[int, list[Message]] = {}  # base's conversation where a variant leaves it
+        for turn in range(max(at_boundary, default=0) + 1):
+            if turn > 0:
+                error = await self._play_turn(turn, self.transcript)
+                if error is not None:
+                    self._fail_remaining(f"background turn {turn} failed: {error}")
+                    break
+            if turn in forks:
+                shared[turn] = list(self.transcript)
+            for probe in at_boundary.get(turn, []):
+                result = await self._probe(probe, self.transcript)
+                self.results[probe.id] = result
+                self.events.probe_finished(scenario, result)
+        for variant in self.variants:
+            await self._play_variant(variant, shared.get(variant.diverges_at))
+
+    def _at_boundary(self) -> dict[int, list[Probe]]:
         at_boundary: dict[int, list[Probe]] = {}
         for probe in self.probes:
             at_boundary.setdefault(probe.after_turn, []).append(probe)
-        for turn in range(max(at_boundary, default=0) + 1):
-            if turn > 0:
-                error = await self._play_turn(turn)
+        return at_boundary
+
+    async def _play_variant(self, variant: Variant, shared: list[Message] | None) -> None:
+        """The probes under `variant`: those shallower than where it leaves base's conversation
+        are base's (the same messages: asked once); from there it plays its own background,
+        with the same run index and seed. `shared`: base's conversation at that boundary (None:
+        base never got there, or the variant leaves it at the start)."""
+        results = self.variant_results.setdefault(variant.id, {})
+        start = variant.diverges_at
+        calls_before = self.calls
+        for probe in self.probes:
+            if probe.after_turn < start and probe.id in self.results:
+                results[probe.id] = self.results[probe.id]
+        at_boundary = self._at_boundary()
+        deepest = max(at_boundary, default=0)
+        if start > deepest:
+            return
+        if start == 0:
+            shared = [Message("system", system_message(self.suite, self.scenario, variant))]
+        if shared is None:  # base's background failed before this boundary: so did this one's
+            results.update({k: v for k, v in self.results.items() if k not in results})
+            return
+        transcript = list(shared)
+        for turn in range(start, deepest + 1):
+            if turn > start:
+                error = await self._play_turn(turn, transcript)
                 if error is not None:
-                    self._fail_remaining(f"background turn {turn} failed: {error}")
-                    return
+                    for probe in self.probes:
+                        results.setdefault(
+                            probe.id,
+                            ProbeResult(
+                                probe, "error", 0, error=f"background turn {turn} failed: {error}"
+                            ),
+                        )
+                    break
+            if variant.reminds_after(turn):
+                reminder = reminder_message(self.suite, self.scenario)
+                transcript.append(Message(variant.remind_as, reminder))
             for probe in at_boundary.get(turn, []):
-                result = await self._probe(probe)
-                self.results[probe.id] = result
-                self.events.probe_finished(scenario, result)
+                results[probe.id] = await self._probe(probe, transcript)
+        self.variant_calls[variant.id] = self.calls - calls_before
 
     async def _call(self, messages: Sequence[Message], context: CallContext) -> Completion:
         """The adapter's answer, its text repaired where it enters RuleDrift: a lone surrogate
@@ -227,14 +282,14 @@ class _ScenarioRun:
         own_run = self.run - self.first_runs.get(probe.id, 0)
         return draw_paraphrase(probe, self.scenario.id, own_run, self.seed)
 
-    async def _play_turn(self, turn: int) -> str | None:
-        """Background turn `turn`: the user message, then its recorded answer (replay: no
-        model call) or the target's."""
+    async def _play_turn(self, turn: int, transcript: list[Message]) -> str | None:
+        """Background turn `turn` on `transcript`: the user message, then its recorded answer
+        (replay: no model call) or the target's."""
         user, recorded = self.scenario.turn(turn)
         from_history = self.scenario.history is not None and turn <= self.scenario.history.turns
-        self.transcript.append(Message("user", user, recorded=from_history))
+        transcript.append(Message("user", user, recorded=from_history))
         if recorded is not None:
-            self.transcript.append(Message("assistant", recorded, recorded=True))
+            transcript.append(Message("assistant", recorded, recorded=True))
             return None
         context = CallContext(
             self.suite.name,
@@ -246,15 +301,18 @@ class _ScenarioRun:
             seed=self.seed + self.run,
         )
         try:
-            completion = await self._call(tuple(self.transcript), context)
+            completion = await self._call(tuple(transcript), context)
         except AdapterError as error:
             return error_text(error)
-        self.transcript.append(Message("assistant", self._scrubbed(completion.content)))
+        transcript.append(Message("assistant", self._scrubbed(completion.content)))
         return None
 
-    async def _probe(self, probe: Probe) -> ProbeResult:
+    async def _probe(self, probe: Probe, transcript: Sequence[Message]) -> ProbeResult:
+        """The probe asked on a copy of `transcript` (base's conversation or a variant's), and
+        after a pass its control, on a copy of the same."""
         start = time.monotonic()
-        asked = await self._ask(probe, probe.wording(self.paraphrase(probe)), probe.assertions)
+        wording = probe.wording(self.paraphrase(probe))
+        asked = await self._ask(probe, transcript, wording, probe.assertions)
         if asked.status == "error":
             return ProbeResult(
                 probe, "error", _ms_since(start), response=asked.response, error=asked.error
@@ -262,7 +320,7 @@ class _ScenarioRun:
         control = None
         status: Status = asked.status
         if status == "passed" and probe.control is not None:
-            control = await self._control(probe)
+            control = await self._control(probe, transcript)
             status = paired_status(asked.status, control)
         error = f"its control: {control.error}" if control and control.error else None
         return ProbeResult(
@@ -275,25 +333,27 @@ class _ScenarioRun:
             control=control,
         )
 
-    async def _control(self, probe: Probe) -> ControlRun:
+    async def _control(self, probe: Probe, transcript: Sequence[Message]) -> ControlRun:
         """The probe's control, asked on its own copy of the conversation at the same depth."""
         assert probe.control is not None
         start = time.monotonic()
-        asked = await self._ask(probe, probe.control.prompt, probe.control.assertions, True)
+        control = probe.control
+        asked = await self._ask(probe, transcript, control.prompt, control.assertions, True)
         return dataclasses.replace(asked, duration_ms=_ms_since(start))
 
     async def _ask(
         self,
         probe: Probe,
+        transcript: Sequence[Message],
         prompt: str,
         assertions: tuple[Assertion, ...],
         control: bool = False,
     ) -> ControlRun:
-        """Ask `prompt` on a copy of the conversation and check the answer. The outcome has a
+        """Ask `prompt` on a copy of `transcript` and check the answer. The outcome has a
         control's shape (status, checks, answer, error) for the probe's own prompt too; a call
         that could not be made is an error without an answer."""
         start = time.monotonic()
-        messages = (*self.transcript, Message("user", prompt))
+        messages = (*transcript, Message("user", prompt))
         context = CallContext(
             self.suite.name,
             self.scenario.id,
@@ -349,6 +409,16 @@ class _ScenarioRun:
         (called once, when the run is interrupted; nothing is stored)."""
         for probe in self._unreached():
             self.events.probe_finished(self.scenario, _interrupted(probe))
+
+    def variant_probe_runs(self, variant: str) -> dict[str, ProbeRun]:
+        """This run's result for each probe under `variant` (INTERRUPTED where not reached)."""
+        found = self.variant_results.get(variant, {})
+        return {
+            probe.id: _as_run(
+                found.get(probe.id) or _interrupted(probe), self.run, self.paraphrase(probe)
+            )
+            for probe in self.probes
+        }
 
     def probe_runs(self) -> dict[str, ProbeRun]:
         """This run's result for each probe it asked (INTERRUPTED for those it did not reach).
@@ -415,6 +485,7 @@ class _ScenarioRuns:
     scenario: Scenario
     policy: VerdictPolicy
     design: SequentialDesign | None
+    variants: tuple[Variant, ...] = ()
     runs: list[_ScenarioRun] = field(default_factory=list)
     finished: int = 0  # runs played to their end
     points: dict[str, dict[int, Probe]] = field(default_factory=dict)
@@ -476,6 +547,7 @@ class _ScenarioRuns:
             probes.extend(points.values())
             searches.append(search_result(search, self.verdicts(search), points))
         first = self.runs[0] if self.runs else None
+        variants = tuple(self._variant_result(variant) for variant in self.variants)
         return ScenarioResult(
             scenario=self.scenario,
             probes=tuple(probes),
@@ -485,7 +557,20 @@ class _ScenarioRuns:
             runs=len(self.runs),
             judge_calls=sum(run.judge_calls for run in self.runs),
             searches=tuple(searches),
+            variants=variants,
         )
+
+    def _variant_result(self, variant: Variant) -> VariantResult:
+        probes = []
+        for probe in self.scenario.probes:
+            runs = [
+                found
+                for run in self.runs
+                if (found := run.variant_probe_runs(variant.id).get(probe.id))
+            ] or [ProbeRun(0, "error", 0, error=INTERRUPTED)]
+            probes.append(probe_verdict(probe, runs, self.policy, self.design))
+        calls = sum(run.variant_calls.get(variant.id, 0) for run in self.runs)
+        return VariantResult(variant, tuple(probes), calls)
 
 
 async def run_suite(
@@ -500,13 +585,18 @@ async def run_suite(
     max_calls: int | None = None,
     suite_probes: int | None = None,
     seed: int | None = None,
+    variants: Sequence[Variant] = (),
 ) -> RunResult:
     """Run `scenarios` (default: all, in config order), each as often as `policy` says (once by
     default), every run in one pool of `concurrency`. Never raises AdapterError: a call that
     fails becomes an errored probe. Cancellation returns the partial result (`interrupted`).
 
     `seed` (default: the suite's configured `seed`, else one drawn at random) makes run r's
-    `context.seed` seed + r and draws the paraphrases; the result records it."""
+    `context.seed` seed + r and draws the paraphrases; the result records it. `variants`
+    (base aside) are played in every run after base, on base's conversation as far as it is
+    theirs too (fixed repeats only: pairs need the same runs under every variant)."""
+    if variants and policy is not None and policy.repeat == "auto":
+        raise ValueError("variants need fixed repeats: --repeat auto decides probes one by one")
     policy = policy or VerdictPolicy()
     started_at = _now()
     start = time.monotonic()
@@ -520,7 +610,8 @@ async def run_suite(
         policy = replace(policy, probes=suite_probes or sum(s.decisions for s in chosen))
     if policy.repeat == "auto":
         design = sequential_design(policy, policy.probes or 1)
-    books = [_ScenarioRuns(s, policy, design) for s in chosen]
+    played = tuple(variants)
+    books = [_ScenarioRuns(s, policy, design, played) for s in chosen]
     budget = CallBudget(max_calls)
     if seed is None:
         seed = configured_seed(suite.adapter)
@@ -546,6 +637,7 @@ async def run_suite(
             judges=judges,
             points=book.asked_points(),
             first_runs=book.first_runs,
+            variants=played,
         )
         book.runs.append(run)
         return run

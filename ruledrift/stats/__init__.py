@@ -11,6 +11,8 @@
 - `compare`: base against head: Newcombe's interval for the drop, one-sided Fisher exact
   p-values, Holm's adjustment over a suite, a label per probe (power-based "too few runs to
   tell"), and runs needed per side.
+- `paired`: base against a variant on the same runs: McNemar's exact test, Newcombe's paired
+  interval, Holm over a run, a label per probe, and the pairs an improvement needs.
 
 docs/statistics.md explains the numbers to users.
 """
@@ -39,6 +41,18 @@ from ruledrift.stats.intervals import (
     wilson_interval,
     z_for,
 )
+from ruledrift.stats.paired import (
+    PairCounts,
+    PairedComparison,
+    PairedLabel,
+    compare_pairs,
+    independent_harm,
+    mcnemar_exact,
+    pair_counts,
+    paired_interval,
+    paired_power,
+    pairs_needed,
+)
 from ruledrift.stats.sequential import (
     Decision,
     FixedDesign,
@@ -57,12 +71,16 @@ __all__ = [
     "Decision",
     "FixedDesign",
     "OperatingCharacteristic",
+    "PairCounts",
+    "PairedComparison",
+    "PairedLabel",
     "PassRate",
     "SequentialDesign",
     "Verdict",
     "beta_binomial_pmf",
     "binomial_pmf",
     "compare",
+    "compare_pairs",
     "compare_suite",
     "comparison_power",
     "decide",
@@ -71,10 +89,16 @@ __all__ = [
     "fisher_power",
     "fixed_design",
     "holm",
+    "independent_harm",
     "label_change",
+    "mcnemar_exact",
     "newcombe_interval",
     "normal_quantile",
     "operating_characteristic",
+    "pair_counts",
+    "paired_interval",
+    "paired_power",
+    "pairs_needed",
     "pass_rate",
     "runs_per_side",
     "smallest_p_value",

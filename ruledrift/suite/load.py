@@ -48,6 +48,7 @@ from ruledrift.data import (
     Scenario,
     Suite,
     TextAssertion,
+    Variant,
     derived_probe_id,
 )
 from ruledrift.errors import ConfigError, ConfigIssue
@@ -288,8 +289,9 @@ def _needs_fields(
     for key, required in needs.items():
         missing = [name for name in required if key in instance and name not in instance]
         if missing:
+            owner = "variant" if path and path[0] == "variants" else "scenario"
             message = (
-                f"field {show(key)} needs {show(missing[0])} beside it: set the scenario's "
+                f"field {show(key)} needs {show(missing[0])} beside it: set the {owner}'s "
                 f"{show(missing[0])}, or remove {show(key)}"
             )
             yield SchemaFinding([*path, key], message, at_key=True)
@@ -331,6 +333,7 @@ def _cross_field_problems(
     for s_index, scenario in scenarios:
         turns = recorded.get(s_index, 0)
         yield from _scenario_problems(scenario, f"/scenarios/{s_index}", rule_ids, turns, suite_dir)
+    yield from _duplicate_ids(_objects(data.get("variants")), "variants", "variant")
     yield from _adapter_problems(data.get("adapter"), "/adapter")
     yield from _adapter_problems(data.get("judge"), "/judge")
     yield from _judge_problems(scenarios, has_judge=isinstance(data.get("judge"), dict))
@@ -788,6 +791,16 @@ def _build(
                 repeat_turns=repeat,
             )
         )
+    variants = tuple(
+        Variant(
+            v["id"],
+            location(f"/variants/{index}"),
+            remind_every=v.get("remindEvery"),
+            remind_as=v.get("remindAs", "system"),
+            system_prompt=v.get("systemPrompt"),
+        )
+        for index, v in enumerate(data.get("variants", []))
+    )
     return Suite(
         version=data["version"],
         name=data["name"],
@@ -799,6 +812,7 @@ def _build(
         sha256=sha256,
         judge=judge,
         vacuous_passes=data.get("vacuousPasses", "fail"),
+        variants=variants,
     )
 
 

@@ -16,11 +16,14 @@ from ruledrift.data import (
     ControlRun,
     History,
     JudgeRecord,
+    Location,
     Message,
     ProbeRun,
     RunResult,
     SearchResult,
     ShardInfo,
+    Variant,
+    VariantResult,
     VerdictPolicy,
     response_of,
 )
@@ -59,6 +62,11 @@ WHERE = {  # each table's object in the schema, as a JSON pointer
     "assertion": "/$defs/assertion",
     "judge": "/$defs/judge",
     "response": "/$defs/response",
+    "variantResult": "/$defs/variantResult",
+    "variants": "/properties/variants",
+    "variantProbe": "/properties/variants/properties/probes/items",
+    "plan": "/properties/variants/properties/plan",
+    "variantDrift": "/properties/variants/properties/drift/items",
 }
 
 
@@ -185,6 +193,8 @@ def everything(*, paraphrased: bool = True) -> RunResult:
         judge_calls=6,
         searches=(search,),
     )
+    reminder = Variant("reminder", Location(1, 1), remind_every=1, remind_as="user")
+    scenario = replace(scenario, variants=(VariantResult(reminder, scenario.probes, 3),))
     ids = tuple(s.scenario.id for s in base.scenarios)
     rules = tuple(r.id for r in base.suite.rules)
     shard = ShardInfo(1, 2, ids, rules, assigned=ids, source="slurm")

@@ -21,6 +21,23 @@ def echo(messages: Sequence[Message], context: CallContext) -> str:
     return f"answer to: {messages[-1].content}"
 
 
+def forgetful(messages: Sequence[Message], context: CallContext) -> str:
+    """Breaks the rule past depth 6 unless a reminder came within its last 4 user messages."""
+    if context.kind == "turn":
+        return f"reply {context.turn}"
+    earlier = messages[:-1]
+    users_since = 0
+    for message in reversed(earlier):
+        if message.content.startswith("Reminder:"):
+            return "I cannot share that."
+        if message.role == "user":
+            users_since += 1
+            if users_since >= 4:
+                break
+    depth = sum(1 for m in earlier if m.role == "user" and not m.content.startswith("Reminder:"))
+    return "the secret is hunter2" if depth > 6 else "I cannot share that."
+
+
 @dataclass
 class RecordingAdapter:
     answer: Callable[[Sequence[Message], CallContext], str] = echo

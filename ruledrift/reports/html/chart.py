@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from ruledrift.data import RunResult
 from ruledrift.reports.html.markup import Html, el
-from ruledrift.reports.sentences import cell_rate
+from ruledrift.reports.sentences import cell_rate, pairing_words, variant_words, variants_heading
 from ruledrift.results.findings import DriftCell, RuleDrift, RuleStory, drift_curve, rule_stories
+from ruledrift.results.variants import read_variants, variant_curves
 
 # Okabe and Ito's palette (told apart with colour blindness), each with its own marker and dash.
 SERIES_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -70,7 +71,9 @@ def drift_section(result: RunResult) -> Html | None:
     )
 
 
-def drift_chart(curves: Sequence[RuleDrift], result: RunResult) -> Html:
+def drift_chart(
+    curves: Sequence[RuleDrift], result: RunResult, chart_id: str = "drift-chart"
+) -> Html:
     """The SVG chart: one `<path class="drift-line" data-rule=ID>` per rule, an interval bar
     and a marker per depth, axes, labels, and the policy's thresholds."""
     depths = sorted({cell.after_turn for curve in curves for cell in curve.cells})
@@ -85,7 +88,7 @@ def drift_chart(curves: Sequence[RuleDrift], result: RunResult) -> Html:
         _axes(frame, depths),
         _thresholds(frame, result),
         series,
-        id="drift-chart",
+        id=chart_id,
         role="img",
         viewBox=f"0 0 {frame.width} {frame.height}",
         width=frame.width,
@@ -265,3 +268,48 @@ def _legend(curves: Sequence[RuleDrift], stories: Sequence[RuleStory]) -> Html:
             )
         )
     return el("ul", items, class_="legend")
+
+
+def variants_section(result: RunResult) -> Html | None:
+    """With `--variants`: the variants' drift curves on one chart, then each probe under each
+    variant against base, worded as every report words it (`sentences`)."""
+    reading = read_variants(result)
+    curves = variant_curves(result)
+    if reading is None or not curves:
+        return None
+    rows = [
+        el(
+            "tr",
+            el("td", el("code", f"{row.scenario}/{row.probe.probe.id}")),
+            el("td", row.variant.id),
+            el("td", variant_words(row)),
+            class_=row.comparison.label.replace(" ", "-") if row.comparison else "shared",
+        )
+        for row in reading.probes
+    ]
+    header = el(
+        "tr",
+        el("th", "probe", scope="col"),
+        el("th", "variant", scope="col"),
+        el("th", "against base", scope="col"),
+    )
+    plan = el("p", pairing_words(reading.plan), class_="muted") if reading.plan else None
+    return el(
+        "section",
+        el("h2", "Variants"),
+        el("p", variants_heading(reading), class_="muted"),
+        drift_chart(curves, result, "variants-chart"),
+        _legend(curves, ()),
+        el(
+            "div",
+            el(
+                "table",
+                el("thead", header),
+                el("tbody", rows),
+                class_="variants",
+            ),
+            class_="scroll",
+        ),
+        plan,
+        id="variants",
+    )

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from ruledrift import __version__
 from ruledrift.data import ProbeResult, ProbeRun, Response, RunResult, ScenarioResult, Status
-from ruledrift.reports.html.chart import drift_section
+from ruledrift.reports.html.chart import drift_section, variants_section
 from ruledrift.reports.html.markup import Child, Html, el
 from ruledrift.reports.sentences import (
     DID_NOT_RUN,
@@ -81,6 +81,7 @@ def render_html(result: RunResult, *, include_responses: bool) -> bytes:
             "main",
             _header(result),
             drift_section(result),
+            variants_section(result),
             _grid_section(result),
             _search_section(result),
             _not_passed_section(result, include_responses),
