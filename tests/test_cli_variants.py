@@ -116,6 +116,15 @@ def test_variants_that_cannot_be_paired_are_refused(
 
 
 @pytest.mark.process
+def test_variants_are_refused_for_a_suite_that_searches_a_breaking_depth(tmp_path: Path) -> None:
+    data = json.loads(forgetful_suite(tmp_path).read_text(encoding="utf-8"))
+    data["scenarios"][0]["probes"][0]["afterTurn"] = {"search": [0, 8]}
+    done = ruledrift("run", write_suite(tmp_path, data), "--variants", "base,reminder")
+    assert done.returncode == 2
+    assert "--variants and a search of the breaking depth exclude each other" in done.stderr
+
+
+@pytest.mark.process
 def test_merge_and_compare_refuse_reports_with_variants(tmp_path: Path) -> None:
     suite = forgetful_suite(tmp_path)
     out = tmp_path / "v.json"
