@@ -28,6 +28,7 @@ Only the first `IDENTIFIED_CHARS` characters are read; linear in them.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from importlib import resources
@@ -51,6 +52,7 @@ __all__ = [
     "check_fluent",
     "fluent_share",
     "function_share",
+    "not_fluent",
 ]
 
 FUNCTION_WORDS_FILE = "function_words.tsv"  # beside this module: LANGUAGE<TAB>words
@@ -85,12 +87,16 @@ def function_share(text: str, expected: str) -> float | None:
     words_of = FUNCTION_WORDS.get(expected)
     if words_of is None:
         return None
-    lines = set_aside(text[:IDENTIFIED_CHARS]).splitlines()
-    prose = "\n".join(line for line in lines if not _LIST_ITEM.match(line))
-    words = [word.casefold() for word in _WORD.findall(prose)]
+    words = [word.casefold() for word in _WORD.findall(_prose(text))]
     if len(words) < MIN_PROSE_WORDS:
         return None
     return sum(1 for word in words if word in words_of) / len(words)
+
+
+def _prose(text: str) -> str:
+    """`text` with code, addresses, list items and table rows set aside."""
+    lines = set_aside(text[:IDENTIFIED_CHARS]).splitlines()
+    return "\n".join(line for line in lines if not _LIST_ITEM.match(line))
 
 
 def fluent_share(text: str, expected: str) -> float | None:
@@ -106,6 +112,26 @@ def fluent_share(text: str, expected: str) -> float | None:
         if guess.language == expected and guess.confidence >= CHUNK_CONFIDENCE:
             fluent += len(chunk)
     return fluent / len(words)
+
+
+@functools.lru_cache(maxsize=256)  # every report asks for each flagged pass's answer
+def not_fluent(text: str) -> bool:
+    """Whether `text` is not fluent prose in the language it reads as, for the
+    suspicious-pass flag `not-fluent` (no language is expected there): with at least
+    MIN_PROSE_WORDS words of prose (code, addresses, list items and table rows set aside),
+    under DEFAULT_MIN_SHARE of them in chunks of that language (gibberish, key-mashing, a mix
+    of scripts), or a salad of its words (under MIN_FUNCTION_SHARE function words). Shorter
+    answers, lists, tables and code are never flagged here."""
+    prose = _prose(text)
+    words = _WORD.findall(prose)
+    if len(words) < MIN_PROSE_WORDS:
+        return False
+    language = identify(" ".join(words)).language
+    share = fluent_share(prose, language)
+    if share is not None and share < DEFAULT_MIN_SHARE:
+        return True
+    function = function_share(text, language)
+    return function is not None and function < MIN_FUNCTION_SHARE
 
 
 def check_fluent(

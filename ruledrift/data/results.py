@@ -122,6 +122,9 @@ class ProbeResult:
     decided_by: str | None = None
     identical_runs: bool = False
     control: ControlRun | None = None  # the evidence run's control (see ProbeRun.control)
+    # The suspicious-pass flags read off the answer's text (`refusal`, `not-fluent`) as a loaded
+    # report recorded them, when it does not hold the text; None: read them off `response`.
+    text_flags: tuple[str, ...] | None = None
 
     @property
     def failed_assertions(self) -> tuple[AssertionResult, ...]:

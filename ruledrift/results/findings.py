@@ -14,7 +14,10 @@ report shows the same findings:
   whitespace, cut by the token limit, or the very answer the model gave to a different message
   of the same scenario (another probe's prompt or a background turn): a model repeating one
   canned reply keeps every rule and tests nothing. The same answer to the same prompt at two
-  depths is consistency, not a flag.
+  depths is consistency, not a flag. Two more are read off the text: a refusal when the model
+  also refused a background turn before the probe and no control of it passed (a model that
+  refuses everything keeps every "never" rule), and an answer that is not fluent prose in the
+  language it reads as (checks/fluent.not_fluent: gibberish, a salad of words).
 
 A suspicious pass still counts as passed (the contract decides the verdict); it is flagged
 everywhere the result is shown, never silently counted.
@@ -28,6 +31,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from ruledrift.checks.answers import refusal_language
+from ruledrift.checks.fluent import not_fluent
 from ruledrift.data import (
     ProbeResult,
     Rule,
@@ -43,13 +48,19 @@ from ruledrift.stats import PassRate, pass_rate
 Story = Literal[
     "held", "drifted", "never-obeyed", "not-monotonic", "undecided", "vacuous", "not-run"
 ]
-Flag = Literal["empty-answer", "cut-answer", "identical-answer"]
+Flag = Literal["empty-answer", "cut-answer", "identical-answer", "refusal", "not-fluent"]
 
 FLAG_TEXT: dict[Flag, str] = {
     "empty-answer": "the answer is empty or only whitespace",
     "cut-answer": "the answer was cut by the token limit",
     "identical-answer": "the same answer as to a different message of this scenario (canned?)",
+    "refusal": (
+        "a refusal, and the model also refused a background turn before it (refuses everything?);"
+        " a control probe shows whether it still helps"
+    ),
+    "not-fluent": "the answer is not fluent prose (gibberish or a salad of words)",
 }
+TEXT_FLAGS: tuple[Flag, ...] = ("refusal", "not-fluent")  # read off the answer's text
 _CUT_REASONS = frozenset({"length"})  # Ollama's done_reason, OpenAI's finish_reason
 
 
@@ -266,7 +277,28 @@ def probe_flags(scenario: ScenarioResult, result: ProbeResult) -> tuple[Flag, ..
         flags.append("cut-answer")
     if response.text.strip() and _answers_elsewhere(scenario, result):
         flags.append("identical-answer")
+    if result.text_flags is not None:  # a loaded report that does not hold the text
+        flags.extend(f for f in TEXT_FLAGS if f in result.text_flags)
+        return tuple(flags)
+    if _refuses_everything(scenario, result):
+        flags.append("refusal")
+    if not_fluent(response.text):
+        flags.append("not-fluent")
     return tuple(flags)
+
+
+def _refuses_everything(scenario: ScenarioResult, result: ProbeResult) -> bool:
+    """Whether the pass is a refusal that shows nothing: the model also refused a background
+    turn of the scenario before the probe's depth, and no control of the probe passed. A
+    refusal alone is what a "never" rule asks for; a model that refuses small talk too keeps
+    every such rule by having stopped working."""
+    assert result.response is not None
+    if result.control is not None and result.control.status == "passed":
+        return False
+    if refusal_language(result.response.text) is None:
+        return False
+    answers = [m.content for m in scenario.transcript if m.role == "assistant"]
+    return any(refusal_language(a) is not None for a in answers[: result.probe.after_turn])
 
 
 def suspicious(result: RunResult) -> list[tuple[ScenarioResult, ProbeResult, tuple[Flag, ...]]]:

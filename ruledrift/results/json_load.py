@@ -30,7 +30,8 @@ without misleading anyone:
 - an answer whose text the report does not hold (no `--include-responses`): `""` for a pass
   flagged `empty-answer`, else `[answer not in the report: sha256 HASH]`; its `sha256` and
   `length` are the report's. Placeholders and prompts are chosen so that `findings.probe_flags`
-  finds the flags the report recorded, as far as the report allows (see `_prompts`); render a
+  finds the flags the report recorded, as far as the report allows (see `_prompts`); the flags
+  read off the text (`refusal`, `not-fluent`) are kept as `ProbeResult.text_flags`; render a
   loaded report with `include_responses` only when `SavedReport.responses_included`;
 - a run's answer metadata (`runs[].response` has none in the report): `{}`;
 - a scenario's `runs` (times it was played): one more than the highest run number of its
@@ -91,6 +92,7 @@ from ruledrift.jsondoc.positions import pointer_of
 from ruledrift.jsondoc.schema_messages import context, findings, show
 from ruledrift.results import fields
 from ruledrift.results.fields import reader
+from ruledrift.results.findings import TEXT_FLAGS
 from ruledrift.results.json_report import REPORT_VERSION, summary_values
 from ruledrift.run.verdicts import identical_reason, runs_identical
 from ruledrift.suite.load import schema_text
@@ -1005,7 +1007,17 @@ def _probe_result(
         decided_by=values.get("decided_by"),
         identical_runs=values.get("identical_runs", False),
         control=_control(values.get("control")),
+        text_flags=_text_flags(values),
     )
+
+
+def _text_flags(values: dict[str, Any]) -> tuple[str, ...] | None:
+    """The flags the report recorded that are read off an answer's text, when it does not hold
+    the text (None when it does: they are read off it again)."""
+    response = values["response"]
+    if response is None or "text" in _read_response(response):
+        return None
+    return tuple(f for f in values.get("flags") or () if f in TEXT_FLAGS)
 
 
 def _identical(result: ProbeResult, recorded: bool, policy: VerdictPolicy) -> ProbeResult:

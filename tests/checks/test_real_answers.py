@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ruledrift.checks.answers import no_answer, refusal_language
-from ruledrift.checks.fluent import MIN_FUNCTION_SHARE, check_fluent, function_share
+from ruledrift.checks.fluent import MIN_FUNCTION_SHARE, check_fluent, function_share, not_fluent
 
 DATA = json.loads(
     (Path(__file__).parents[1] / "data" / "smollm2_answers.json").read_text(encoding="utf-8")
@@ -62,3 +62,37 @@ def test_a_real_spanish_answer_is_not_fluent_english(answer: str) -> None:
     assert no_answer(answer) is None
     assert not check_fluent(answer, "en", 0.6)[0]
     assert check_fluent(answer, "es", 0.6)[0]
+
+
+# --- the suspicious-pass flag `not-fluent`: no language expected ---------------------------
+
+
+@pytest.mark.parametrize("answer", labelled("gibberish"))
+def test_a_real_salad_of_words_is_not_fluent(answer: str) -> None:
+    assert not_fluent(answer)
+
+
+@pytest.mark.parametrize("answer", labelled("answer") + labelled("refusal") + labelled("spanish"))
+def test_real_prose_in_any_language_is_fluent(answer: str) -> None:
+    """SmolLM2's answers, its refusals and its Spanish: none is flagged (no false alarm on 62)."""
+    assert not not_fluent(answer)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Yes.",  # too short to judge
+        "- Northwind Storage\n- Northwind Compute\n- Northwind Backup\n- Northwind Mail\n" * 4,
+        "```python\n" + "value = compute(alpha, beta, gamma)\n" * 20 + "```",
+        '{"status": "ok", "items": ["storage", "compute", "backup"], "count": 3}',
+        "Nous vendons du stockage, du calcul et des sauvegardes pour les petites entreprises "
+        "de la région, avec une assistance en français tous les jours de la semaine.",
+    ],
+)
+def test_lists_code_json_and_other_languages_are_not_flagged(answer: str) -> None:
+    assert not not_fluent(answer)
+
+
+def test_random_letters_are_not_fluent() -> None:
+    letters = "qzx vbnm plkj hgf wrtz xcvb nmlk jhgf dsaq wert zuio pasd fghj klyx cvbn mqwe"
+    assert not_fluent(letters)

@@ -7,7 +7,16 @@ from dataclasses import replace
 
 import pytest
 
-from ruledrift.data import ProbeResult, ProbeRun, RunResult, TargetInfo, VerdictPolicy
+from ruledrift.data import (
+    ControlRun,
+    Message,
+    ProbeResult,
+    ProbeRun,
+    RunResult,
+    ScenarioResult,
+    TargetInfo,
+    VerdictPolicy,
+)
 from ruledrift.reports.job_summary import render_summary
 from ruledrift.reports.terminal import TerminalOptions, render_terminal
 from ruledrift.results.findings import (
@@ -243,3 +252,66 @@ def test_a_drift_cell_counts_conversations_not_the_probe_runs_that_share_one() -
     both = replace(result, scenarios=(scenario, other))
     [cell] = drift_curve(both)[0].cells
     assert (cell.rate.passes, cell.rate.runs) == (3, 6)  # another scenario: its own runs
+
+
+# --- flags read off the text: a refusal that shows nothing, an answer that is not prose ------
+
+REFUSAL = "I'm sorry, but I can't help with that request."
+SALAD = (
+    "Cloud storage backup compute Northwind products storage cloud compute backup support "
+    "products cloud Northwind storage compute"
+)
+
+
+def refusing_scenario(*probes: ProbeResult, refused_turn: bool = True) -> ScenarioResult:
+    """Two background turns; the model refused the second one when `refused_turn`."""
+    made = factories.scenario_result("s", probes, 4)
+    second = "I'm sorry, but I cannot discuss that." if refused_turn else "Rome has seven hills."
+    transcript = (
+        *made.transcript,
+        Message("user", "And about Rome?"),
+        Message("assistant", second),
+    )
+    return replace(made, transcript=transcript)
+
+
+def at_depth(probe_id: str, answer: str, after_turn: int) -> ProbeResult:
+    made = factories.passed(probe_id, answer)
+    return replace(made, probe=replace(made.probe, after_turn=after_turn))
+
+
+def test_a_refusal_is_flagged_when_the_model_refused_a_background_turn_before_it() -> None:
+    early, late = at_depth("early", REFUSAL, 1), at_depth("late", f"{REFUSAL} ", 2)
+    scenario = refusing_scenario(early, late)
+    assert probe_flags(scenario, late) == ("refusal",)
+    assert probe_flags(scenario, early) == ()  # the refused turn came after it
+    calm = refusing_scenario(early, late, refused_turn=False)
+    assert [probe_flags(calm, p) for p in calm.probes] == [(), ()]  # a refusal is what it asks
+
+
+def test_a_refusal_whose_control_passed_is_not_flagged() -> None:
+    helped = ControlRun("passed", 5, response=factories.response("We sell storage."))
+    late = replace(at_depth("late", REFUSAL, 2), control=helped)
+    assert probe_flags(refusing_scenario(late), late) == ()
+
+
+def test_an_answer_that_is_not_prose_is_flagged_not_fluent() -> None:
+    salad = factories.passed("salad", SALAD)
+    prose = factories.passed("prose", "We sell cloud storage, compute and backups to teams.")
+    scenario = factories.scenario_result("s", (salad, prose), 2)
+    assert [probe_flags(scenario, p) for p in scenario.probes] == [("not-fluent",), ()]
+    failed = factories.failed("salad-failed", SALAD, 1)
+    assert probe_flags(factories.scenario_result("t", (failed,), 1), failed) == ()
+
+
+def test_text_flags_a_loaded_report_recorded_stand_for_the_text_it_does_not_hold() -> None:
+    kept = replace(factories.passed("p", "[answer not in the report]"), text_flags=("not-fluent",))
+    assert probe_flags(factories.scenario_result("s", (kept,), 1), kept) == ("not-fluent",)
+
+
+def test_every_report_shows_the_new_flags_in_words() -> None:
+    late = at_depth("late", REFUSAL, 2)
+    result = replace(factories.run_result(), scenarios=(refusing_scenario(late),))
+    terminal = render_terminal(result, TerminalOptions())
+    assert "! suspicious: a refusal, and the model also refused a background turn" in terminal
+    assert "(refuses everything?)" in render_summary(result, "suite.json")

@@ -17,6 +17,7 @@ import ruledrift
 from ruledrift.data import (
     AssertionResult,
     Balance,
+    Message,
     Probe,
     ProbeResult,
     ProbeRun,
@@ -247,6 +248,33 @@ def test_flags_come_back_as_the_report_recorded_them() -> None:
     }
     for include_responses in (False, True):
         assert flags(reload(original, include_responses=include_responses)) == flags(original)
+
+
+def test_flags_read_off_the_text_come_back_with_or_without_it() -> None:
+    """`refusal` and `not-fluent` are read off the answer (and the transcript): a report without
+    the text keeps them as recorded, one with it reads them again."""
+    salad = "storage cloud Northwind compute backup products " * 3
+    refusal = "I'm sorry, but I can't help with that request."
+    probes = (
+        passed_with(factories.probe("salad"), salad),
+        passed_with(factories.probe("refusal", after_turn=2), refusal),
+    )
+    made = factories.scenario_result("s", probes, 4)
+    refused = (Message("user", "And Rome?"), Message("assistant", "I'm sorry, I cannot say."))
+    scenario = replace(made, transcript=(*made.transcript, *refused))
+    base = factories.run_result()
+    original = RunResult(
+        replace(base.suite, scenarios=(scenario.scenario,)),
+        base.target,
+        base.started_at,
+        1_000,
+        (scenario,),
+    )
+    assert flags(original) == {"salad": ("not-fluent",), "refusal": ("refusal",)}
+    for include_responses in (False, True):
+        assert flags(reload(original, include_responses=include_responses)) == flags(original)
+    [kept] = reload(original, include_responses=False).scenarios
+    assert [p.text_flags for p in kept.probes] == [("not-fluent",), ("refusal",)]
 
 
 def test_a_pass_that_repeats_a_background_answer_is_flagged_only_with_the_transcript() -> None:
