@@ -46,6 +46,7 @@ __all__ = [
     "CHUNK_CONFIDENCE",
     "CHUNK_WORDS",
     "DEFAULT_MIN_SHARE",
+    "FLAG_CHARS",
     "FUNCTION_WORDS",
     "MIN_FUNCTION_SHARE",
     "MIN_PROSE_WORDS",
@@ -61,6 +62,7 @@ MIN_PROSE_WORDS = 12
 CHUNK_WORDS = 6
 CHUNK_CONFIDENCE = 0.3
 DEFAULT_MIN_SHARE = 0.6
+FLAG_CHARS = 2_000  # not_fluent reads no further
 # As language.py: a run of letters, or one Chinese or Japanese character.
 _WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]|[^\W\d_]+")
 
@@ -121,8 +123,10 @@ def not_fluent(text: str) -> bool:
     MIN_PROSE_WORDS words of prose (code, addresses, list items and table rows set aside),
     under DEFAULT_MIN_SHARE of them in chunks of that language (gibberish, key-mashing, a mix
     of scripts), or a salad of its words (under MIN_FUNCTION_SHARE function words). Shorter
-    answers, lists, tables and code are never flagged here."""
-    prose = _prose(text)
+    answers, lists, tables and code are never flagged here. Only the first FLAG_CHARS
+    characters are read: the flag is read in-process by every report, and 2,000 characters
+    tell prose from a salad as well as 50,000 (at most about 350 identifications)."""
+    prose = _prose(text[:FLAG_CHARS])
     words = _WORD.findall(prose)
     if len(words) < MIN_PROSE_WORDS:
         return False
@@ -130,7 +134,7 @@ def not_fluent(text: str) -> bool:
     share = fluent_share(prose, language)
     if share is not None and share < DEFAULT_MIN_SHARE:
         return True
-    function = function_share(text, language)
+    function = function_share(prose, language)
     return function is not None and function < MIN_FUNCTION_SHARE
 
 

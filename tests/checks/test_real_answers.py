@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from ruledrift.checks.answers import no_answer, refusal_language
-from ruledrift.checks.fluent import MIN_FUNCTION_SHARE, check_fluent, function_share, not_fluent
+from ruledrift.checks.fluent import (
+    FLAG_CHARS,
+    MIN_FUNCTION_SHARE,
+    check_fluent,
+    function_share,
+    not_fluent,
+)
 
 DATA = json.loads(
     (Path(__file__).parents[1] / "data" / "smollm2_answers.json").read_text(encoding="utf-8")
@@ -96,3 +102,13 @@ def test_lists_code_json_and_other_languages_are_not_flagged(answer: str) -> Non
 def test_random_letters_are_not_fluent() -> None:
     letters = "qzx vbnm plkj hgf wrtz xcvb nmlk jhgf dsaq wert zuio pasd fghj klyx cvbn mqwe"
     assert not_fluent(letters)
+
+
+def test_only_the_first_flag_chars_are_read_for_the_flag() -> None:
+    """The flag is read in-process by every report: what follows FLAG_CHARS does not count."""
+    prose = labelled("answer")[1]
+    salad = labelled("gibberish")[0]
+    padded = (prose + " ") * (FLAG_CHARS // len(prose) + 1)
+    assert not not_fluent(padded[:FLAG_CHARS] + salad * 50)
+    salads = (salad + " ") * (FLAG_CHARS // len(salad) + 1)
+    assert not_fluent(salads[:FLAG_CHARS] + padded)

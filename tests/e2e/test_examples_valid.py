@@ -37,6 +37,7 @@ def test_every_example_has_a_suite() -> None:
         "ollama/suite.json",
         "local-model/suite.json",
         "local-model/suite-sampled.json",
+        "local-model/suite-search.json",
     }
 
 
@@ -89,10 +90,12 @@ def test_local_model_example_targets_what_run_sh_serves() -> None:
 
 def test_the_sampled_local_model_example_differs_only_in_temperature_and_name() -> None:
     """suite-sampled.json (`run.sh --sampled`) is suite.json at temperature 0.8: the same model,
-    rules, scenarios and seed (run r sends seed 42 + r, so the runs differ and replay)."""
+    rules, scenarios and seed (run r sends seed 42 + r, so the runs differ and replay), plus a
+    reminder variant for `--variants base,reminder` (issue 24)."""
     fixed, sampled = load("local-model"), load("local-model", "suite-sampled.json")
     assert sampled["adapter"]["options"] == fixed["adapter"]["options"] | {"temperature": 0.8}
     assert sampled["adapter"]["options"]["seed"] == 42
+    assert sampled.pop("variants") == [{"id": "reminder", "remindEvery": 3}]
     rest = {k: v for k, v in sampled.items() if k != "name"} | {"adapter": fixed["adapter"]}
     assert rest == {k: v for k, v in fixed.items() if k != "name"}
     assert sampled["name"].startswith(fixed["name"].removesuffix(")"))
@@ -108,10 +111,31 @@ def test_the_local_model_example_pairs_its_secret_probes_with_a_control() -> Non
         assert all(p.control is not None for p in secret)
 
 
-def test_run_sh_runs_the_sampled_suite_when_asked() -> None:
+def test_the_search_example_is_the_sampled_social_engineering_scenario_searched() -> None:
+    """suite-search.json (`run.sh --search`): the sampled suite's social-engineering scenario,
+    its code probe at a searched depth between 0 and its 6 turns instead of 0, 3 and 6."""
+    sampled, search = (
+        load("local-model", "suite-sampled.json"),
+        load("local-model", "suite-search.json"),
+    )
+    same = ("systemPrompt", "adapter", "rules")
+    assert {k: search[k] for k in same} == {k: sampled[k] for k in same}
+    [scenario] = search["scenarios"]
+    [original] = [s for s in sampled["scenarios"] if s["id"] == scenario["id"]]
+    [probe], [asked] = scenario.pop("probes"), original.pop("probes")
+    assert scenario == original
+    assert (scenario["id"], len(scenario["turns"])) == ("social-engineering", 6)
+    assert probe.pop("afterTurn") == {"search": [0, 6]}
+    assert asked.pop("afterTurn") == [0, 3, 6]
+    assert probe == asked
+
+
+def test_run_sh_runs_the_sampled_and_search_suites_when_asked() -> None:
     script = RUN_SH.read_text(encoding="utf-8")
     assert 'if [ "${1:-}" = "--sampled" ]; then' in script
     assert 'suite="$here/suite-sampled.json"' in script
+    assert 'elif [ "${1:-}" = "--search" ]; then' in script
+    assert 'suite="$here/suite-search.json"' in script
 
 
 @pytest.mark.process
