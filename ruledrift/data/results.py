@@ -123,7 +123,7 @@ class ProbeResult:
     identical_runs: bool = False
     control: ControlRun | None = None  # the evidence run's control (see ProbeRun.control)
     # The suspicious-pass flags read off the answer's text (`refusal`, `not-fluent`) as a loaded
-    # report recorded them, when it does not hold the text; None: read them off `response`.
+    # report recorded them; None: read them off `response` and the scenario's transcript.
     text_flags: tuple[str, ...] | None = None
 
     @property

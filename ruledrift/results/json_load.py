@@ -31,7 +31,8 @@ without misleading anyone:
   flagged `empty-answer`, else `[answer not in the report: sha256 HASH]`; its `sha256` and
   `length` are the report's. Placeholders and prompts are chosen so that `findings.probe_flags`
   finds the flags the report recorded, as far as the report allows (see `_prompts`); the flags
-  read off the text (`refusal`, `not-fluent`) are kept as `ProbeResult.text_flags`; render a
+  read off the text (`refusal`, `not-fluent`) are kept as recorded, `ProbeResult.text_flags`,
+  with or without the text; render a
   loaded report with `include_responses` only when `SavedReport.responses_included`;
 - a run's answer metadata (`runs[].response` has none in the report): `{}`;
 - a scenario's `runs` (times it was played): one more than the highest run number of its
@@ -1012,10 +1013,10 @@ def _probe_result(
 
 
 def _text_flags(values: dict[str, Any]) -> tuple[str, ...] | None:
-    """The flags the report recorded that are read off an answer's text, when it does not hold
-    the text (None when it does: they are read off it again)."""
-    response = values["response"]
-    if response is None or "text" in _read_response(response):
+    """The flags read off an answer's text as the report recorded them (None without an
+    answer). Kept even when the report holds the text: the `refusal` flag also rests on the
+    scenario's history, which a report holds only in part."""
+    if values["response"] is None:
         return None
     return tuple(f for f in values.get("flags") or () if f in TEXT_FLAGS)
 

@@ -9,6 +9,7 @@ import pytest
 
 from ruledrift.data import (
     ControlRun,
+    History,
     Message,
     ProbeResult,
     ProbeRun,
@@ -315,3 +316,13 @@ def test_every_report_shows_the_new_flags_in_words() -> None:
     terminal = render_terminal(result, TerminalOptions())
     assert "! suspicious: a refusal, and the model also refused a background turn" in terminal
     assert "(refuses everything?)" in render_summary(result, "suite.json")
+
+
+def test_a_refusal_a_replayed_history_recorded_is_not_the_models() -> None:
+    """`replay` keeps the recorded answers: a refusal among them was not the target's."""
+    late = at_depth("late", REFUSAL, 2)
+    scenario = refusing_scenario(late)  # turn 2's answer is a refusal
+    for mode, flagged in (("replay", ()), ("regenerate", ("refusal",))):
+        history = History("sessions/4711.jsonl", "f" * 64, mode, (("a", "b"), ("c", "d")))
+        recorded = replace(scenario, scenario=replace(scenario.scenario, history=history))
+        assert probe_flags(recorded, late) == flagged

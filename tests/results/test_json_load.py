@@ -251,8 +251,8 @@ def test_flags_come_back_as_the_report_recorded_them() -> None:
 
 
 def test_flags_read_off_the_text_come_back_with_or_without_it() -> None:
-    """`refusal` and `not-fluent` are read off the answer (and the transcript): a report without
-    the text keeps them as recorded, one with it reads them again."""
+    """`refusal` and `not-fluent` are read off the answer (and the transcript): a loaded report
+    keeps them as it recorded them, with or without the text."""
     salad = "storage cloud Northwind compute backup products " * 3
     refusal = "I'm sorry, but I can't help with that request."
     probes = (
@@ -273,8 +273,9 @@ def test_flags_read_off_the_text_come_back_with_or_without_it() -> None:
     assert flags(original) == {"salad": ("not-fluent",), "refusal": ("refusal",)}
     for include_responses in (False, True):
         assert flags(reload(original, include_responses=include_responses)) == flags(original)
-    [kept] = reload(original, include_responses=False).scenarios
-    assert [p.text_flags for p in kept.probes] == [("not-fluent",), ("refusal",)]
+    for include_responses in (False, True):
+        [kept] = reload(original, include_responses=include_responses).scenarios
+        assert [p.text_flags for p in kept.probes] == [("not-fluent",), ("refusal",)]
 
 
 def test_a_pass_that_repeats_a_background_answer_is_flagged_only_with_the_transcript() -> None:
