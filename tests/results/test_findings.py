@@ -10,6 +10,7 @@ import pytest
 from ruledrift.data import (
     ControlRun,
     History,
+    HistoryMode,
     Message,
     ProbeResult,
     ProbeRun,
@@ -322,7 +323,11 @@ def test_a_refusal_a_replayed_history_recorded_is_not_the_models() -> None:
     """`replay` keeps the recorded answers: a refusal among them was not the target's."""
     late = at_depth("late", REFUSAL, 2)
     scenario = refusing_scenario(late)  # turn 2's answer is a refusal
-    for mode, flagged in (("replay", ()), ("regenerate", ("refusal",))):
+    cases: tuple[tuple[HistoryMode, tuple[str, ...]], ...] = (
+        ("replay", ()),
+        ("regenerate", ("refusal",)),
+    )
+    for mode, flagged in cases:
         history = History("sessions/4711.jsonl", "f" * 64, mode, (("a", "b"), ("c", "d")))
         recorded = replace(scenario, scenario=replace(scenario.scenario, history=history))
         assert probe_flags(recorded, late) == flagged
