@@ -389,6 +389,8 @@ def search_finding(search: SearchResult) -> str:
         return f"holds through turn {held}, drifted from turn {drifted}"
     if search.outcome == "held":
         return f"holds through turn {search.high}: no break between {search.low} and {search.high}"
+    if search.outcome == "broken-at-low" and search.low == 0:
+        return "drifted at turn 0 already, before any turn: not kept at any depth searched"
     if search.outcome == "broken-at-low":
         return f"drifted from turn {search.low} already, the lower bound: search lower"
     if search.outcome == "not-monotonic":

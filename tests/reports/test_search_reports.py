@@ -54,6 +54,11 @@ FOUND = SearchResult("deep", "be-polite", 0, 64, "found", 23, 24, None, (0, 16, 
             "turn 2: 900; asked at 2, 64",
         ),
         (
+            SearchResult("d", "r", 0, 6, "broken-at-low", None, 0, None, (0, 6), None, 336),
+            "drifted at turn 0 already, before any turn: not kept at any depth searched; prompt "
+            "tokens drifted at turn 0: 336; asked at 0, 6",
+        ),
+        (
             SearchResult("d", "r", 0, 8, "not-monotonic", 8, 0, None, (0, 8)),
             "not monotonic: drifted at turn 0 but held at turn 8; the search assumes drift does "
             "not come and go, so it stopped; prompt tokens not reported; asked at 0, 8",
