@@ -298,11 +298,27 @@ def _refuses_everything(scenario: ScenarioResult, result: ProbeResult) -> bool:
         return False
     if refusal_language(result.response.text) is None:
         return False
+    first = _first_refused_turn(scenario)
+    return first is not None and first <= result.probe.after_turn
+
+
+_refused: list[tuple[ScenarioResult, int | None]] = []  # the last few scenarios' answers
+
+
+def _first_refused_turn(scenario: ScenarioResult) -> int | None:
+    """The first background turn (from 1) whose answer the model refused, if any; read once per
+    scenario (renderers ask for every probe of it), so flagging is linear in its size."""
+    for known, found in _refused:
+        if known is scenario:
+            return found
     answers = [m.content for m in scenario.transcript if m.role == "assistant"]
     history = scenario.scenario.history
     recorded = history.turns if history is not None and history.mode == "replay" else 0
-    target = answers[recorded : result.probe.after_turn]  # a replayed answer is not the target's
-    return any(refusal_language(a) is not None for a in target)
+    turns = range(recorded + 1, len(answers) + 1)  # a replayed answer is not the target's
+    first = next((t for t in turns if refusal_language(answers[t - 1]) is not None), None)
+    _refused.insert(0, (scenario, first))
+    del _refused[4:]
+    return first
 
 
 def suspicious(result: RunResult) -> list[tuple[ScenarioResult, ProbeResult, tuple[Flag, ...]]]:
