@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from ruledrift.checks.answers import refusal_language
 from ruledrift.checks.fluent import not_fluent
@@ -302,23 +302,17 @@ def _refuses_everything(scenario: ScenarioResult, result: ProbeResult) -> bool:
     return first is not None and first <= result.probe.after_turn
 
 
-_refused: list[tuple[ScenarioResult, int | None]] = []  # the last few scenarios' answers
-
-
 def _first_refused_turn(scenario: ScenarioResult) -> int | None:
-    """The first background turn (from 1) whose answer the model refused, if any; read once per
-    scenario (renderers ask for every probe of it), so flagging is linear in its size."""
-    for known, found in _refused:
-        if known is scenario:
-            return found
+    """The first background turn (from 1) whose answer the model refused, if any."""
+    return _per_scenario(_refused, scenario, _find_first_refused_turn)
+
+
+def _find_first_refused_turn(scenario: ScenarioResult) -> int | None:
     answers = [m.content for m in scenario.transcript if m.role == "assistant"]
     history = scenario.scenario.history
     recorded = history.turns if history is not None and history.mode == "replay" else 0
     turns = range(recorded + 1, len(answers) + 1)  # a replayed answer is not the target's
-    first = next((t for t in turns if refusal_language(answers[t - 1]) is not None), None)
-    _refused.insert(0, (scenario, first))
-    del _refused[4:]
-    return first
+    return next((t for t in turns if refusal_language(answers[t - 1]) is not None), None)
 
 
 def suspicious(result: RunResult) -> list[tuple[ScenarioResult, ProbeResult, tuple[Flag, ...]]]:
@@ -339,16 +333,34 @@ def _answers_elsewhere(scenario: ScenarioResult, result: ProbeResult) -> bool:
     return any(prompt != result.probe.prompt for prompt in prompts)
 
 
-_index: list[tuple[ScenarioResult, dict[str, set[str]]]] = []  # the last few scenarios' indexes
+# What flagging reads once per scenario (renderers ask for every probe of it), so flagging every
+# probe of a scenario is linear in its size: the last few scenarios' readings, by identity.
+_index: list[tuple[ScenarioResult, dict[str, set[str]]]] = []
+_refused: list[tuple[ScenarioResult, int | None]] = []
+_T = TypeVar("_T")
+
+
+def _per_scenario(
+    cache: list[tuple[ScenarioResult, _T]],
+    scenario: ScenarioResult,
+    read: Callable[[ScenarioResult], _T],
+) -> _T:
+    """`read(scenario)`, kept in `cache` for the last four scenarios asked about."""
+    for known, found in cache:
+        if known is scenario:
+            return found
+    found = read(scenario)
+    cache.insert(0, (scenario, found))
+    del cache[4:]
+    return found
 
 
 def _prompts_by_answer(scenario: ScenarioResult) -> dict[str, set[str]]:
-    """Each answer of the scenario (probes and background turns) and the messages it answered.
-    Built once per scenario (renderers ask for every probe of it), so flagging every probe
-    of a scenario is linear in its size."""
-    for known, built in _index:
-        if known is scenario:
-            return built
+    """Each answer of the scenario (probes and background turns) and the messages it answered."""
+    return _per_scenario(_index, scenario, _index_prompts_by_answer)
+
+
+def _index_prompts_by_answer(scenario: ScenarioResult) -> dict[str, set[str]]:
     index: dict[str, set[str]] = {}
     for other in scenario.probes:
         if other.response is not None:
@@ -356,8 +368,6 @@ def _prompts_by_answer(scenario: ScenarioResult) -> dict[str, set[str]]:
     for asked, answer in itertools.pairwise(scenario.transcript):
         if answer.role == "assistant":
             index.setdefault(answer.content, set()).add(asked.content)
-    _index.insert(0, (scenario, index))
-    del _index[4:]
     return index
 
 
