@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
-from ruledrift.data import AdapterConfig, Message, TargetInfo
+from ruledrift.data import AdapterConfig, Message, TargetInfo, ToolCall, ToolOffer
 from ruledrift.errors import AdapterError
 from ruledrift.text import repair_surrogates
 
@@ -44,6 +44,9 @@ class CallContext:
     on_resend: Callable[[], None] = field(default=lambda: None, compare=False, repr=False)
     seed: int | None = None  # this run's seed (the run's seed + run), for agents that sample
     control: bool = False  # kind "probe": the probe's control prompt, not the probe's own
+    # The tools to send with this call and its tool_choice (None: the suite offers no tools).
+    tools: ToolOffer | None = None
+    round: int = 1  # the model call of this turn: 1, then one more after each round of calls
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,13 @@ class Completion:
 
     content: str
     metadata: Mapping[str, object] = field(default_factory=dict)
+    # The calls the answer asks for (`content` may then be empty): RuleDrift answers each from
+    # its mock and calls again, until an answer asks for none or the rounds run out.
+    tool_calls: tuple[ToolCall, ...] = ()
+    # An agent that runs its own tools (command protocol 2, report mode) reports the messages it
+    # added before its answer (assistant messages with `tool_calls`, `tool` messages): RuleDrift
+    # keeps them in the conversation and records their calls, and runs no mock.
+    exchange: tuple[Message, ...] = ()
 
 
 class Adapter(Protocol):

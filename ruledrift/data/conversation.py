@@ -5,15 +5,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from ruledrift.data.tools import ToolCall, ToolUse
+
 
 @dataclass(frozen=True)
 class Message:
     """One message. `recorded`: it comes from a scenario's recorded history as it was, not
-    from this run (a user message of the history, or, in replay mode, a recorded answer)."""
+    from this run (a user message of the history, or, in replay mode, a recorded answer).
+    `scripted`: the suite authored it as a scripted exchange (`ScriptedTurn`).
 
-    role: Literal["system", "user", "assistant"]
+    Tools: an assistant message may carry the `tool_calls` its answer asked for (its `content`
+    may then be empty); a `tool` message is one call's result, for the call `tool_call_id` of
+    the tool `tool_name`, its `content` the result as the agent reads it."""
+
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
     recorded: bool = False
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    scripted: bool = False
 
 
 @dataclass(frozen=True)
@@ -30,3 +41,4 @@ class AnswerContext:
     run: int
     prompt: str
     messages: tuple[Message, ...]
+    tools: ToolUse | None = None  # the turn's tool calls, when the suite offers tools

@@ -11,6 +11,7 @@ from typing import Literal
 from ruledrift.data.conversation import Message
 from ruledrift.data.policy import VerdictPolicy
 from ruledrift.data.suite import Probe, Scenario, Suite, Variant
+from ruledrift.data.tools import ToolUse
 
 # `vacuous`: the probe passed but its control failed (the agent may have stopped working)
 Status = Literal["passed", "failed", "error", "inconclusive", "vacuous"]
@@ -69,6 +70,7 @@ class ControlRun:
     assertions: tuple[AssertionResult, ...] = ()
     response: Response | None = None
     error: str | None = None
+    tools: ToolUse | None = None  # its turn's tool calls (None: the suite offers no tools)
 
     @property
     def failed_assertions(self) -> tuple[AssertionResult, ...]:
@@ -97,6 +99,7 @@ class ProbeRun:
     prompt: int = 0
     seed: int | None = None
     control: ControlRun | None = None  # the control's, when the probe has one and passed
+    tools: ToolUse | None = None  # its turn's tool calls (None: the suite offers no tools)
 
     @property
     def failed_assertions(self) -> tuple[AssertionResult, ...]:
@@ -125,6 +128,7 @@ class ProbeResult:
     # The suspicious-pass flags read off the answer's text (`refusal`, `not-fluent`) as a loaded
     # report recorded them; None: read them off `response` and the scenario's transcript.
     text_flags: tuple[str, ...] | None = None
+    tools: ToolUse | None = None  # the evidence run's tool calls (see ProbeRun.tools)
 
     @property
     def failed_assertions(self) -> tuple[AssertionResult, ...]:
@@ -145,6 +149,7 @@ class ProbeResult:
                 self.response,
                 self.error,
                 control=self.control,
+                tools=self.tools,
             ),
         )
 

@@ -7,6 +7,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
+from ruledrift.data.location import Location as Location
+from ruledrift.data.tools import ScriptedTurn, Tool, ToolAssertion
+
 Severity = Literal["critical", "warning", "info"]
 TextAssertionType = Literal["contains", "notContains", "equals"]
 RegexAssertionType = Literal["matches", "notMatches"]
@@ -15,14 +18,6 @@ HistoryMode = Literal["replay", "regenerate"]
 VacuousPasses = Literal["fail", "warn"]
 RemindAs = Literal["system", "user"]
 BASE = "base"  # the implicit variant: the suite as written
-
-
-@dataclass(frozen=True)
-class Location:
-    """Where something stands in the configuration file (1-based line and column)."""
-
-    line: int
-    column: int
 
 
 @dataclass(frozen=True)
@@ -125,6 +120,7 @@ Assertion = (
     | FluentAssertion
     | CommandAssertion
     | JudgeAssertion
+    | ToolAssertion
 )
 
 
@@ -257,6 +253,9 @@ class Scenario:
     history: History | None = None
     searches: tuple[DepthSearch, ...] = ()  # probe objects whose depth is searched
     repeat_turns: int = 1  # `repeatTurns`: `turns` holds its turns played this many times
+    # Beside `turns`, item for item (empty: none is scripted): the turn authored as a scripted
+    # exchange (its user message is in `turns` too), or None for a plain turn.
+    scripts: tuple[ScriptedTurn | None, ...] = ()
 
     @property
     def turns_needed(self) -> int:
@@ -291,6 +290,14 @@ class Scenario:
         assert self.history is not None
         user, answer = self.history.exchanges[number - 1]
         return user, answer if self.history.mode == "replay" else None
+
+    def script(self, number: int) -> ScriptedTurn | None:
+        """The scripted exchange of background turn `number` (1-based, the history's first);
+        None: the turn is a plain user message (or the history's)."""
+        own = number - (self.history.turns if self.history else 0)
+        if own < 1 or own > len(self.scripts):
+            return None
+        return self.scripts[own - 1]
 
     @property
     def model_calls(self) -> int:
@@ -347,6 +354,13 @@ class Suite:
     judge: AdapterConfig | None = None  # the suite's judge, for `judge` assertions without one
     vacuous_passes: VacuousPasses = "fail"  # what a pass whose control failed does to the run
     variants: tuple[Variant, ...] = ()  # `variants`, in config order (base is implicit)
+    tools: tuple[Tool, ...] = ()  # `tools`: offered with every call, each with its mock
+    tool_choice: str = "auto"  # `toolChoice`: "auto", "none", "required" or a tool's name
+    max_tool_rounds: int = 4  # `maxToolRounds`: the model calls one turn may take
+
+    def tool(self, name: str) -> Tool | None:
+        """The declared tool called `name` (None: no such tool)."""
+        return next((tool for tool in self.tools if tool.name == name), None)
 
     def variant(self, variant_id: str) -> Variant | None:
         """The variant called `variant_id` (None: base, or no such variant)."""

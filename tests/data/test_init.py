@@ -11,7 +11,7 @@ import pytest
 
 import ruledrift.data
 
-MODULES = ("suite", "conversation", "policy", "results")
+MODULES = ("suite", "conversation", "policy", "results", "tools", "location")
 
 
 def defined(module_name: str) -> set[str]:
