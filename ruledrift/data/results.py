@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ruledrift.data.conversation import Message
+from ruledrift.data.location import Location
 from ruledrift.data.policy import VerdictPolicy
 from ruledrift.data.suite import Probe, Scenario, Suite, Variant
 from ruledrift.data.tools import ToolUse
@@ -59,6 +60,9 @@ class AssertionResult:
     passed: bool
     message: str
     judge: JudgeRecord | None = None  # a `judge` assertion's call
+    # Where the assertion stands in the suite, for the annotations of a failed one (tool
+    # assertions set it; None: the annotation points at the probe).
+    location: Location | None = None
 
 
 @dataclass(frozen=True)

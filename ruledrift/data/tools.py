@@ -264,6 +264,7 @@ class CallsAssertion:
     min: int = 1
     max: int | None = None
     type: Literal["calls"] = "calls"
+    location: Location | None = None  # where the assertion stands in the suite
 
 
 @dataclass(frozen=True)
@@ -274,6 +275,7 @@ class NotCallsAssertion:
     tool: str
     where: tuple[ArgumentCondition, ...] = ()
     type: Literal["notCalls"] = "notCalls"
+    location: Location | None = None  # where the assertion stands in the suite
 
 
 @dataclass(frozen=True)
@@ -281,6 +283,7 @@ class NoCallsAssertion:
     """`noCalls`: no tool was called."""
 
     type: Literal["noCalls"] = "noCalls"
+    location: Location | None = None  # where the assertion stands in the suite
 
 
 @dataclass(frozen=True)
@@ -291,6 +294,7 @@ class CallsBeforeAssertion:
     first: str
     then: str
     type: Literal["callsBefore"] = "callsBefore"
+    location: Location | None = None  # where the assertion stands in the suite
 
 
 @dataclass(frozen=True)
@@ -300,6 +304,7 @@ class ValidCallsAssertion:
 
     tool: str | None = None
     type: Literal["validCalls"] = "validCalls"
+    location: Location | None = None  # where the assertion stands in the suite
 
 
 ToolAssertion = (
