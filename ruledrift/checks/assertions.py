@@ -33,18 +33,25 @@ from ruledrift.checks.regex_workers import (
     RegexTimeout,
     WorkerFailed,
 )
+from ruledrift.checks.tools import check_tool_assertion
 from ruledrift.data import (
     AnswerContext,
     AnswersAssertion,
     Assertion,
     AssertionResult,
+    CallsAssertion,
+    CallsBeforeAssertion,
     CommandAssertion,
     FluentAssertion,
     JudgeAssertion,
     LanguageAssertion,
     MatchesAssertion,
+    NoCallsAssertion,
+    NotCallsAssertion,
     NotLeaksAssertion,
     TextAssertion,
+    ToolAssertion,
+    ValidCallsAssertion,
 )
 
 __all__ = ["CHECKS", "AssertionTimeout", "Check", "check_answer", "check_matches"]
@@ -206,7 +213,9 @@ async def _check_all(
 ) -> tuple[AssertionResult, ...]:
     results = []
     for assertion in assertions:
-        if isinstance(assertion, JudgeAssertion):
+        if isinstance(assertion, TOOL_ASSERTIONS):
+            results.append(await _check_tools(assertion, context, regex))
+        elif isinstance(assertion, JudgeAssertion):
             results.append(await check_judge(assertion, answer, context, judge))
         elif isinstance(assertion, CommandAssertion):
             results.append(await run_command_check(assertion, answer, context))
@@ -225,6 +234,30 @@ async def _check_all(
         else:
             results.append(CHECKS[assertion.type](assertion, answer))
     return tuple(results)
+
+
+TOOL_ASSERTIONS = (
+    CallsAssertion,
+    NotCallsAssertion,
+    NoCallsAssertion,
+    CallsBeforeAssertion,
+    ValidCallsAssertion,
+)
+
+
+async def _check_tools(
+    assertion: ToolAssertion, context: AnswerContext | None, regex: RegexEvaluator
+) -> AssertionResult:
+    """A tool assertion over the turn's calls (`context.tools`), its `matches` matchers in the
+    regex workers."""
+    try:
+        use = context.tools if context is not None else None
+        return await check_tool_assertion(assertion, use, regex.test)
+    except RegexTimeout as timeout:
+        raise CheckNotMade(
+            f"a `matches` matcher of a {assertion.type} assertion took longer than"
+            f" {timeout.timeout_s:g} s (the limit for one regular expression); simplify the pattern"
+        ) from timeout
 
 
 async def _check_language(

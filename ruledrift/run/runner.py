@@ -25,10 +25,12 @@ from ruledrift.boundary.http import scrub
 from ruledrift.checks.assertions import CheckNotMade, check_answer
 from ruledrift.checks.judges import JudgeFailed, JudgeReply
 from ruledrift.checks.regex_workers import RegexEvaluator
+from ruledrift.checks.tools import ran_out_result
 from ruledrift.data import (
     AnswerContext,
     Assertion,
     ControlRun,
+    ControlStatus,
     DepthSearch,
     JudgeAssertion,
     Message,
@@ -44,6 +46,7 @@ from ruledrift.data import (
     Status,
     Suite,
     TargetInfo,
+    ToolCall,
     Variant,
     VariantResult,
     VerdictPolicy,
@@ -54,6 +57,7 @@ from ruledrift.errors import AdapterError
 from ruledrift.run.judges import Judges
 from ruledrift.run.sampling import configured_sampling, configured_seed
 from ruledrift.run.search import next_depths, search_result
+from ruledrift.run.tool_loop import MockFailed, ToolLoop
 from ruledrift.run.verdicts import is_decided, probe_verdict, sequential_design
 from ruledrift.stats import SequentialDesign
 from ruledrift.suite.system_message import reminder_message, system_message
@@ -253,7 +257,16 @@ class _ScenarioRun:
             completion = await self.adapter.complete(messages, context)
         finally:
             self.events.call_finished(self.scenario)
-        return Completion(repair_surrogates(completion.content), completion.metadata)
+        calls = tuple(
+            ToolCall(
+                repair_surrogates(call.id),
+                repair_surrogates(call.name),
+                repair_surrogates(call.arguments),
+            )
+            for call in completion.tool_calls
+        )
+        content = repair_surrogates(completion.content)
+        return replace(completion, content=content, tool_calls=calls)
 
     async def _judge(
         self,
@@ -287,10 +300,19 @@ class _ScenarioRun:
         (replay: no model call) or the target's."""
         user, recorded = self.scenario.turn(turn)
         from_history = self.scenario.history is not None and turn <= self.scenario.history.turns
-        transcript.append(Message("user", user, recorded=from_history))
+        script = self.scenario.script(turn)
+        transcript.append(Message("user", user, recorded=from_history, scripted=script is not None))
         if recorded is not None:
             transcript.append(Message("assistant", recorded, recorded=True))
             return None
+        if script is not None:
+            try:
+                await self._tools.play_script(turn, script, transcript)
+            except MockFailed as error:
+                return error_text(error)
+            if script.answer is not None:
+                transcript.append(Message("assistant", script.answer, scripted=True))
+                return None
         context = CallContext(
             self.suite.name,
             self.scenario.id,
@@ -301,8 +323,8 @@ class _ScenarioRun:
             seed=self.seed + self.run,
         )
         try:
-            completion = await self._call(tuple(transcript), context)
-        except AdapterError as error:
+            completion, _ = await self._tools.exchange(transcript, context)
+        except (AdapterError, MockFailed) as error:
             return error_text(error)
         transcript.append(Message("assistant", self._scrubbed(completion.content)))
         return None
@@ -315,7 +337,12 @@ class _ScenarioRun:
         asked = await self._ask(probe, transcript, wording, probe.assertions)
         if asked.status == "error":
             return ProbeResult(
-                probe, "error", _ms_since(start), response=asked.response, error=asked.error
+                probe,
+                "error",
+                _ms_since(start),
+                response=asked.response,
+                error=asked.error,
+                tools=asked.tools,
             )
         control = None
         status: Status = asked.status
@@ -331,6 +358,7 @@ class _ScenarioRun:
             asked.response,
             error=error,
             control=control,
+            tools=asked.tools,
         )
 
     async def _control(self, probe: Probe, transcript: Sequence[Message]) -> ControlRun:
@@ -353,7 +381,7 @@ class _ScenarioRun:
         control's shape (status, checks, answer, error) for the probe's own prompt too; a call
         that could not be made is an error without an answer."""
         start = time.monotonic()
-        messages = (*transcript, Message("user", prompt))
+        messages = [*transcript, Message("user", prompt)]
         context = CallContext(
             self.suite.name,
             self.scenario.id,
@@ -366,8 +394,8 @@ class _ScenarioRun:
             control=control,
         )
         try:
-            completion = await self._call(messages, context)
-        except AdapterError as error:
+            completion, tools = await self._tools.exchange(messages, context)
+        except (AdapterError, MockFailed) as error:
             return ControlRun("error", _ms_since(start), error=error_text(error))
         response = make_response(self._scrubbed(completion.content), completion.metadata)
         asked = AnswerContext(
@@ -378,16 +406,27 @@ class _ScenarioRun:
             after_turn=probe.after_turn,
             run=self.run,
             prompt=prompt,
-            messages=messages,
+            messages=tuple(messages),
+            tools=tools,
         )
         try:
             checks = await check_answer(
                 assertions, completion.content, self.regex, asked, self._judge
             )
         except CheckNotMade as error:
-            return ControlRun("error", _ms_since(start), response=response, error=error_text(error))
+            return ControlRun(
+                "error", _ms_since(start), response=response, error=error_text(error), tools=tools
+            )
+        if tools is not None and tools.ran_out:
+            checks = (*checks, ran_out_result(self.suite.max_tool_rounds))
         passed = all(check.passed for check in checks)
-        return ControlRun("passed" if passed else "failed", _ms_since(start), checks, response)
+        status: ControlStatus = "passed" if passed else "failed"
+        return ControlRun(status, _ms_since(start), checks, response, tools=tools)
+
+    @property
+    def _tools(self) -> ToolLoop:
+        """The tool loop of this run's turns (one model call per turn without tools)."""
+        return ToolLoop(self.suite, self.regex, self._call, self._scrubbed)
 
     def _scrubbed(self, answer: str) -> str:
         """The answer as it is kept (reports, logs, the rest of the conversation): without the
@@ -468,6 +507,7 @@ def _as_run(result: ProbeResult, run: int, prompt: int) -> ProbeRun:
         error=result.error,
         seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
         control=result.control,
+        tools=result.tools,
     )
 
 

@@ -107,6 +107,7 @@ def probe_verdict(
         decided_by=decided_by if policy.repeated else None,
         identical_runs=identical,
         control=evidence.control,
+        tools=evidence.tools,
     )
 
 

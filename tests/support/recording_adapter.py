@@ -40,7 +40,8 @@ def forgetful(messages: Sequence[Message], context: CallContext) -> str:
 
 @dataclass
 class RecordingAdapter:
-    answer: Callable[[Sequence[Message], CallContext], str] = echo
+    # The answer's text, or a whole Completion (tool calls, a reported exchange).
+    answer: Callable[[Sequence[Message], CallContext], str | Completion] = echo
     fail_when: Callable[[CallContext], bool] = lambda context: False
     failure: str = ""  # the failure's message ("" for "simulated failure at …")
     delay_s: float = 0.0
@@ -63,7 +64,8 @@ class RecordingAdapter:
             if self.fail_when(context):
                 simulated = f"simulated failure at {context.kind} {context.turn or ''}"
                 raise AdapterError(self.failure or simulated)
-            return Completion(self.answer(messages, context), {"tokens": 3})
+            answer = self.answer(messages, context)
+            return answer if isinstance(answer, Completion) else Completion(answer, {"tokens": 3})
         finally:
             self.in_flight -= 1
 
