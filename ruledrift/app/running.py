@@ -156,6 +156,7 @@ def run_plan(
         scenarios,
         probes=sum(s.decisions for s in scenarios),
         model_calls=runs
+        * suite.rounds_per_turn
         * sum(s.model_calls + sum(s.variant_calls(v) for v in variants) for s in scenarios),
         runs=runs,
         expected=expected,

@@ -282,6 +282,9 @@ def show_validation(
         else f"{'at most ' if controls else ''}{suite.model_calls} model call(s) ({turns} "
         f"background turn(s) + {suite.probe_count} probe(s){asked})"
     )
+    rounds = suite.rounds_per_turn
+    if rounds > 1:
+        made = f"at most {made.removeprefix('at most ')}, each up to {rounds} tool round(s)"
     print(
         f"{shown}: valid: {len(suite.rules)} rule(s), {len(suite.scenarios)} scenario(s), "
         f"{suite.probe_count} probe(s); a run makes {made}"

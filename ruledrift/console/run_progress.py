@@ -29,8 +29,16 @@ def plan_header(plan: app.RunPlan) -> str:
     model = f", model {terminal_safe(adapter.model)}" if adapter.model else ""
     expected = plan.expected
     calls = f"{plan.model_calls} model call(s)"
-    if expected is not None:
+    rounds = suite.rounds_per_turn
+    if expected is not None and rounds > 1:
+        calls = (
+            f"about {expected.calls} turn(s) and probe(s) of 1 to {rounds} model call(s) each"
+            f" (tool rounds), at most {plan.model_calls} model call(s)"
+        )
+    elif expected is not None:
         calls = f"about {expected.calls} model call(s), at most {plan.model_calls}"
+    elif rounds > 1:
+        calls = f"at most {calls} (each turn takes up to {rounds} tool round(s))"
     elif searching(plan):
         calls = f"at most {calls}"
     elif _has_controls(plan):

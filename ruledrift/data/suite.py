@@ -372,5 +372,12 @@ class Suite:
         return sum(len(s.probes) + len(s.searches) for s in self.scenarios)
 
     @property
+    def rounds_per_turn(self) -> int:
+        """The most model calls one turn (a background turn, a probe, a control) takes: with
+        tools, `maxToolRounds` (the tool loop asks again after each round of calls), else 1."""
+        return self.max_tool_rounds if self.tools else 1
+
+    @property
     def model_calls(self) -> int:
-        return sum(scenario.model_calls for scenario in self.scenarios)
+        """The most model calls a run of every scenario makes."""
+        return self.rounds_per_turn * sum(scenario.model_calls for scenario in self.scenarios)

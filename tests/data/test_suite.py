@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ruledrift.data.suite import Location, Probe, Rule, Scenario, Suite, TextAssertion
+from ruledrift.data import MockResult, ScriptedTurn, Tool
+from ruledrift.data.suite import (
+    History,
+    Location,
+    Probe,
+    Rule,
+    Scenario,
+    Suite,
+    TextAssertion,
+)
 
 HERE = Location(1, 1)
 RULE = Rule("r", "Never say x.", "critical", HERE)
@@ -51,3 +60,22 @@ def test_a_suite_adds_up_its_scenarios() -> None:
     suite = Suite(1, "n", None, Settings(), (RULE,), (one, two), Path("suite.json"), "0" * 64)
     assert suite.probe_count == 3
     assert suite.model_calls == (2 + 1) + (1 + 2)
+
+
+def test_with_tools_each_turn_may_take_max_tool_rounds_calls() -> None:
+    one = Scenario("s1", None, ("a", "b"), (probe("p1", 2),), HERE)
+    tool = Tool("lookup", "", "{}", HERE, MockResult('"ok"'))
+    suite = Suite(1, "n", None, Settings(), (RULE,), (one,), Path("suite.json"), "0" * 64)
+    assert suite.rounds_per_turn == 1
+    with_tools = replace(suite, tools=(tool,), max_tool_rounds=3)
+    assert with_tools.rounds_per_turn == 3
+    assert with_tools.model_calls == 3 * (2 + 1)
+    assert with_tools.tool("lookup") is tool
+    assert with_tools.tool("refund") is None
+
+
+def test_a_scripted_turn_is_found_by_its_number_after_the_history() -> None:
+    scripted = ScriptedTurn("b", (), "done", HERE)
+    history = History("h.json", "0" * 64, "replay", (("u", "a"),))
+    scenario = Scenario("s", None, ("a", "b"), (), HERE, history=history, scripts=(None, scripted))
+    assert [scenario.script(n) for n in range(0, 5)] == [None, None, None, scripted, None]
