@@ -3,12 +3,16 @@ llama.cpp's server, LM Studio, Ollama's /v1 and hosted APIs. See docs/openai.md.
 
 The API key comes from the environment variable `apiKeyEnv` names, never from the file; it is
 sent as a Bearer token and scrubbed from every message (servers echo keys in their errors).
+
+Tools: when a call offers tools (`CallContext.tools`), the request carries `tools` and
+`tool_choice`, and the answer's `message.tool_calls` become `Completion.tool_calls`. The adapter
+only translates; the runner runs the mocks and calls again. Without tools nothing changes.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,10 +35,11 @@ from ruledrift.boundary.http import (
     Server,
     base_url_problems,
 )
-from ruledrift.data import Message, TargetInfo
+from ruledrift.data import Message, TargetInfo, Tool, ToolCall, ToolOffer
+from ruledrift.data.tools import canonical_json, json_value
 from ruledrift.errors import UsageError
 from ruledrift.jsondoc.schema_messages import show
-from ruledrift.text import json_kind, preview
+from ruledrift.text import json_kind, preview, repair_surrogates
 
 _REPORTED = {
     "prompt_tokens": "promptTokens",
@@ -44,7 +49,19 @@ _REPORTED = {
 
 
 DEFAULT_TIMEOUT_MS = 120_000
-RESERVED_BODY_FIELDS = ("model", "messages", "stream")
+RESERVED_BODY_FIELDS = ("model", "messages", "stream", "tools", "tool_choice")
+CHOICE_WORDS = ("auto", "none", "required")  # any other tool_choice names a tool
+# One answer's tool calls. A real agent asks for a few at once (parallel calls); 32 leaves room
+# for a fan-out ("look up these 20 orders") while a model stuck repeating a call, or a hostile
+# server, cannot make one answer into thousands of mock runs, report records and tool messages
+# that every later request of the conversation carries again.
+MAX_CALLS_PER_ANSWER = 32
+# One call's arguments, as JSON text: real arguments are ids, amounts, a paragraph; 100,000
+# characters is far above them, while 32 such calls (3.2 million characters) still leave every
+# later request of the conversation a sendable size.
+MAX_ARGUMENT_CHARS = 100_000
+MAX_NAME_CHARS = 200  # a tool name the answer gives (the suite's names are much shorter)
+MAX_ID_CHARS = 200  # a call id the server gave; a longer one is replaced by a made-up one
 
 
 @dataclass(frozen=True)
@@ -142,7 +159,7 @@ class OpenAIAdapter:
         return TargetInfo(adapter="openai", model=self._config.model, details=details)
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
-        body = self.request_body(messages, context.run)
+        body = self.request_body(messages, context.run, context.tools)
         answer = await self._http.post("/chat/completions", body, on_resend=context.on_resend)
         choice = _first_choice(answer)
         message = choice.get("message") if choice is not None else None
@@ -151,7 +168,10 @@ class OpenAIAdapter:
                 f'the answer to /chat/completions has no "choices[0].message": '
                 f"{self._http.server.wrong_url}"
             )
+        calls = self._tool_calls(message, context) if context.tools is not None else ()
         content = message.get("content")
+        if content is None and calls:
+            content = ""  # a tool call's answer: its text is null
         finish = choice.get("finish_reason") if choice else None
         if not isinstance(content, str):
             raise self._http.error(
@@ -174,20 +194,37 @@ class OpenAIAdapter:
         )
         if isinstance(body.get("seed"), int):
             metadata["seed"] = body["seed"]
-        return Completion(self._http.scrub(content), metadata)  # a key echoed in an answer
+        # scrubbed: a key echoed in an answer
+        return Completion(self._http.scrub(content), metadata, tool_calls=calls)
+
+    def _tool_calls(self, message: Mapping[str, Any], context: CallContext) -> tuple[ToolCall, ...]:
+        """The answer's `message.tool_calls`, read by `read_tool_calls`; a malformed one is an
+        error of this call that says what the server sent wrong, never quoting the arguments."""
+        try:
+            return read_tool_calls(message.get("tool_calls"), context.round, self._http.scrub)
+        except ToolCallProblem as problem:
+            raise self._http.error(
+                f"the answer to /chat/completions has tool calls RuleDrift cannot use: {problem}"
+            ) from None
 
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    def request_body(self, messages: Sequence[Message], run: int = 0) -> dict[str, object]:
-        """The /chat/completions body; run r of a repeated scenario sends `seed` + r."""
+    def request_body(
+        self, messages: Sequence[Message], run: int = 0, tools: ToolOffer | None = None
+    ) -> dict[str, object]:
+        """The /chat/completions body; run r of a repeated scenario sends `seed` + r. `tools`
+        adds `tools` and `tool_choice` (None, or no tools: neither is sent)."""
         body: dict[str, object] = {
             "model": self._config.model,
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "messages": [wire_message(m) for m in messages],
             **self._config.options,
-            **self._config.extra_body,  # the config loader keeps model, messages, stream out
+            **self._config.extra_body,  # the loader keeps RESERVED_BODY_FIELDS out of it
             "stream": False,
         }
+        if tools is not None and tools.tools:
+            body["tools"] = [wire_tool(tool) for tool in tools.tools]
+            body["tool_choice"] = wire_choice(tools.choice)
         seed = seed_for_run(body, run)
         if seed is not None:
             body["seed"] = seed
@@ -252,6 +289,143 @@ def _api_key(config: OpenAIAdapterConfig, environ: Mapping[str, str]) -> str | N
 def same_model(wanted: str, listed: str) -> bool:
     """Whether a listed name is the model asked for, `name` being `name:latest` (Ollama)."""
     return wanted.removesuffix(":latest") == listed.removesuffix(":latest")
+
+
+# --- Tools on the wire ----------------------------------------------------------------------
+
+
+class ToolCallProblem(Exception):
+    """What is wrong with an answer's tool calls: what the server sent, never the arguments."""
+
+
+def wire_tool(tool: Tool) -> dict[str, object]:
+    """A tool as OpenAI's `tools` array holds it."""
+    function = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": json_value(tool.parameters_json),
+    }
+    return {"type": "function", "function": function}
+
+
+def wire_choice(choice: str) -> object:
+    """`tool_choice`: "auto", "none" and "required" as they are; any other word names a tool."""
+    if choice in CHOICE_WORDS:
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def wire_message(message: Message) -> dict[str, object]:
+    """A message as /chat/completions takes it: `{role, content}`; an assistant message with
+    calls also carries them (ids included: servers pair each call with its result) and a null
+    content when it has no text; a tool message carries the id of the call it answers."""
+    if message.role == "assistant" and message.tool_calls:
+        calls = [wire_call(call) for call in message.tool_calls]
+        return {"role": "assistant", "content": message.content or None, "tool_calls": calls}
+    if message.role == "tool" and message.tool_call_id is not None:
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    return {"role": message.role, "content": message.content}
+
+
+def wire_call(call: ToolCall) -> dict[str, object]:
+    function = {"name": call.name, "arguments": call.arguments}
+    return {"id": call.id, "type": "function", "function": function}
+
+
+def read_tool_calls(
+    entries: object, round_: int, scrub: Callable[[str], str] = str
+) -> tuple[ToolCall, ...]:
+    """An answer's `message.tool_calls` (absent or null: none) as ToolCalls: arguments as the
+    text the server sent (OpenAI sends a string; any other JSON value, such as an object, is
+    serialised as canonical JSON text; absent: `{}`), each id unique within the answer (one that
+    is absent, not a string, empty, too long or a repeat is made up: `call_<round>_<index>`),
+    names and arguments scrubbed with `scrub`. Raises ToolCallProblem, saying what the server sent
+    wrong without quoting any argument, for a malformed list or call and past the caps."""
+    if entries is None:
+        return ()
+    if not isinstance(entries, list):
+        raise ToolCallProblem(f"message.tool_calls is {json_kind(entries)}, not an array")
+    if len(entries) > MAX_CALLS_PER_ANSWER:
+        raise ToolCallProblem(
+            f"message.tool_calls holds {len(entries):,} calls, more than the "
+            f"{MAX_CALLS_PER_ANSWER} RuleDrift accepts in one answer: the model may be stuck "
+            'repeating a call (to ask for one call at a time, set "parallel_tool_calls": false in '
+            '"extraBody")'
+        )
+    read = [_read_call(entry, f"message.tool_calls[{i}]", scrub) for i, entry in enumerate(entries)]
+    ids = unique_ids([server_id for server_id, _, _ in read], round_, scrub)
+    return tuple(
+        ToolCall(id_, name, arguments) for id_, (_, name, arguments) in zip(ids, read, strict=True)
+    )
+
+
+def _read_call(entry: object, where: str, scrub: Callable[[str], str]) -> tuple[object, str, str]:
+    """One entry of `tool_calls`: (its id as sent, the tool name, the arguments' text)."""
+    if not isinstance(entry, dict):
+        raise ToolCallProblem(f"{where} is {json_kind(entry)}, not an object")
+    kind = entry.get("type", "function")
+    if kind != "function":
+        shown = f'"{reported_text(kind, scrub)}"' if reported_text(kind) else json_kind(kind)
+        raise ToolCallProblem(f'{where} is of type {shown}, not "function"')
+    function = entry.get("function")
+    if not isinstance(function, dict):
+        raise ToolCallProblem(f'{where} has no "function" object')
+    name = _call_name(function.get("name"), f"{where}.function.name")
+    arguments = _arguments_text(function.get("arguments", {}))
+    if len(arguments) > MAX_ARGUMENT_CHARS:
+        raise ToolCallProblem(
+            f'{where}.function.arguments (a call of "{name}") hold {len(arguments):,} '
+            f"characters, more than the {MAX_ARGUMENT_CHARS:,} RuleDrift accepts for one call"
+        )
+    return entry.get("id"), repair_surrogates(scrub(name)), scrub(arguments)
+
+
+def _call_name(name: object, where: str) -> str:
+    if not isinstance(name, str):
+        raise ToolCallProblem(f"{where} is {json_kind(name)}, not a string")
+    if not name:
+        raise ToolCallProblem(f"{where} is empty")
+    if len(name) > MAX_NAME_CHARS:
+        raise ToolCallProblem(
+            f"{where} has {len(name):,} characters, more than the {MAX_NAME_CHARS} a tool name "
+            "may have"
+        )
+    return name
+
+
+def _arguments_text(arguments: object) -> str:
+    """Arguments as received: a string as it is, any other JSON value as canonical text."""
+    return arguments if isinstance(arguments, str) else canonical_json(arguments)
+
+
+def unique_ids(
+    given: Sequence[object], round_: int, scrub: Callable[[str], str] = str
+) -> list[str]:
+    """The calls' ids: each id the server gave that is a usable string (not empty, at most
+    MAX_ID_CHARS, not a repeat of an earlier one) as it is, the others made up as
+    `call_<round>_<index>` (with a suffix if the server already used that)."""
+    kept: list[str | None] = []
+    for value in given:
+        usable = isinstance(value, str) and 0 < len(value) <= MAX_ID_CHARS
+        id_ = scrub(value) if isinstance(value, str) and usable else None
+        kept.append(id_ if id_ not in kept else None)
+    taken = {id_ for id_ in kept if id_ is not None}
+    ids = []
+    for index, id_ in enumerate(kept):
+        if id_ is None:
+            id_ = _made_up(f"call_{round_}_{index}", taken)
+            taken.add(id_)
+        ids.append(id_)
+    return ids
+
+
+def _made_up(base: str, taken: set[str]) -> str:
+    suffix = 1
+    made = base
+    while made in taken:
+        suffix += 1
+        made = f"{base}_{suffix}"
+    return made
 
 
 def _first_choice(answer: Any) -> Mapping[str, Any] | None:

@@ -16,11 +16,13 @@ import pytest
 from ruledrift.adapters.base import AdapterError, CallContext, Completion, answer_metadata
 from ruledrift.adapters.openai import OpenAIAdapter, OpenAIAdapterConfig
 from ruledrift.boundary.http import Retry
-from ruledrift.data import Message
-from ruledrift.errors import ExitCode, UsageError
+from ruledrift.data import Location, Message, Tool, ToolCall, ToolOffer
+from ruledrift.data.tools import canonical_json
+from ruledrift.errors import ConfigError, ExitCode, UsageError
+from ruledrift.suite.load import load_suite
 from tests.adapters.test_ollama import using
 from tests.support.ollama_fake import free_port
-from tests.support.openai_fake import FakeOpenAI, RawReply
+from tests.support.openai_fake import FakeCall, FakeOpenAI, Id, RawReply, ToolAnswer
 from tests.support.raw_server import RawServer
 from tests.support.suites import base_suite, write_suite
 
@@ -544,3 +546,351 @@ def test_a_content_length_no_parser_accepts_fails_the_call_not_the_run(tmp_path:
     assert "Invalid character in Content-Length" in message
     assert done.returncode == ExitCode.RUN_ERROR, done.stderr
     assert "Invalid character in Content-Length" in report.read_text()
+
+
+# --- tools -------------------------------------------------------------------------------------
+
+REFUND = Tool(
+    "refund",
+    "Refund an order",
+    canonical_json(
+        {
+            "type": "object",
+            "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
+            "required": ["order_id", "amount"],
+        }
+    ),
+    Location(3, 5),
+)
+LOOKUP = Tool("lookup_order", "", canonical_json({"type": "object"}), Location(9, 5))
+OFFER = ToolOffer((REFUND, LOOKUP))
+ASK = (Message("system", "Refund at most $100."), Message("user", "Refund order A1: $250"))
+MARKER = "ARGUMENT-TEXT-NEVER-SHOWN"
+
+
+def tool_turn(round_: int = 1, offer: ToolOffer | None = OFFER) -> CallContext:
+    return CallContext("suite", "refunds", "turn", turn=1, tools=offer, round=round_)
+
+
+def ask(
+    target: OpenAIAdapter, messages: tuple[Message, ...] = ASK, context: CallContext | None = None
+) -> Completion:
+    return using(target, lambda a: a.complete(messages, context or tool_turn()))
+
+
+def tool_failure(server: FakeOpenAI, *scripted: ToolAnswer | tuple[int, Any]) -> str:
+    server.script += scripted
+    with pytest.raises(AdapterError) as raised:
+        ask(adapter(server.base_url))
+    message = str(raised.value)
+    assert MARKER not in message
+    return message
+
+
+def answered(calls: tuple[ToolCall, ...], *results: str) -> tuple[Message, ...]:
+    """The messages the runner appends after an answer with `calls`: the assistant message as
+    received, then one tool message per call."""
+    tool_messages = (
+        Message("tool", result, tool_call_id=call.id, tool_name=call.name)
+        for call, result in zip(calls, results, strict=True)
+    )
+    return (Message("assistant", "", tool_calls=calls), *tool_messages)
+
+
+@pytest.mark.parametrize(
+    ("choice", "sent"),
+    [
+        ("auto", "auto"),
+        ("none", "none"),
+        ("required", "required"),
+        ("refund", {"type": "function", "function": {"name": "refund"}}),
+    ],
+)
+def test_tools_and_tool_choice_are_sent_only_when_offered(choice: str, sent: object) -> None:
+    with FakeOpenAI() as server:
+        ask(adapter(server.base_url), context=tool_turn(offer=ToolOffer((REFUND, LOOKUP), choice)))
+        ask(adapter(server.base_url), context=tool_turn(offer=None))
+        ask(adapter(server.base_url), context=tool_turn(offer=ToolOffer(())))
+        offered, plain, empty = server.chats()
+    assert offered["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "refund",
+                "description": "Refund an order",
+                "parameters": json.loads(REFUND.parameters_json),
+            },
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "lookup_order",
+                "description": "",
+                "parameters": {"type": "object"},
+            },
+        },
+    ]
+    assert offered["tool_choice"] == sent
+    assert {k: v for k, v in offered.items() if k not in ("tools", "tool_choice")} == plain
+    assert (
+        plain
+        == empty
+        == {
+            "model": "local-model",
+            "messages": [{"role": m.role, "content": m.content} for m in ASK],
+            "stream": False,
+        }
+    )
+
+
+def test_a_tool_loop_sends_the_calls_and_their_results_back() -> None:
+    """A model that looks the order up, then refunds, then answers: each answer's calls come
+    back as Completion.tool_calls, and the next request carries the assistant message with its
+    calls (content null, ids, arguments as text) and one tool message per call, which the fake
+    checks as OpenAI does (every call answered, every result answering a call)."""
+
+    def act(body: dict[str, Any]) -> list[FakeCall]:
+        done = [m for m in body["messages"] if m["role"] == "tool"]
+        if not done:
+            return [FakeCall("lookup_order", '{"order_id": "A1"}')]
+        if len(done) == 1:
+            return [FakeCall("refund", '{"order_id":"A1","amount":100}')]
+        return []
+
+    with FakeOpenAI(act=act, answer=lambda messages: "Refunded $100.") as server:
+        target = adapter(server.base_url)
+
+        async def loop(a: OpenAIAdapter) -> list[Completion]:
+            messages: tuple[Message, ...] = ASK
+            answers: list[Completion] = []
+            for round_ in (1, 2, 3):
+                answers.append(await a.complete(messages, tool_turn(round_)))
+                if answers[-1].tool_calls:
+                    messages += answered(answers[-1].tool_calls, f'{{"result": {round_}}}')
+            return answers
+
+        first, second, final = using(target, loop)
+        sent = server.messages()
+    assert first.tool_calls == (ToolCall("call_1", "lookup_order", '{"order_id": "A1"}'),)
+    assert (first.content, first.metadata["finishReason"]) == ("", "tool_calls")
+    assert second.tool_calls == (ToolCall("call_2", "refund", '{"order_id":"A1","amount":100}'),)
+    assert (final.content, final.tool_calls) == ("Refunded $100.", ())
+    assert sent[2:] == [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "lookup_order", "arguments": '{"order_id": "A1"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": '{"result": 1}'},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_2",
+                    "type": "function",
+                    "function": {"name": "refund", "arguments": '{"order_id":"A1","amount":100}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_2", "content": '{"result": 2}'},
+    ]
+
+
+def test_parallel_calls_with_ids_absent_and_arguments_as_objects() -> None:
+    """Arguments arrive as a string (kept as it is, bad JSON included) or as an object
+    (serialised as canonical JSON text); a call without a usable id gets `call_<round>_<index>`,
+    and the made-up ids pair the results when they go back."""
+    calls = [
+        FakeCall("lookup_order", '{"order_id": "A1"}', id="call_abc"),
+        FakeCall("refund", {"order_id": "A1", "amount": 250, "note": "ü"}, id=Id.ABSENT),
+        FakeCall("refund", '{"order_id": "A2", "amount": ', id=7),
+        FakeCall("refund", None, id=None),
+        {"type": "function", "function": {"name": "lookup_order"}, "id": ""},  # no arguments
+    ]
+    with FakeOpenAI() as server:
+        server.script.append(ToolAnswer(calls, content="Let me check."))
+        target = adapter(server.base_url)
+        asked = ask(target, context=tool_turn(round_=2))
+        assert asked.tool_calls == (
+            ToolCall("call_abc", "lookup_order", '{"order_id": "A1"}'),
+            ToolCall("call_2_1", "refund", '{"amount":250,"note":"ü","order_id":"A1"}'),
+            ToolCall("call_2_2", "refund", '{"order_id": "A2", "amount": '),
+            ToolCall("call_2_3", "refund", "null"),
+            ToolCall("call_2_4", "lookup_order", "{}"),
+        )
+        assert asked.content == "Let me check."
+        messages = (
+            *ASK,
+            Message("assistant", asked.content, tool_calls=asked.tool_calls),
+            *answered(asked.tool_calls, *"abcde")[1:],
+        )
+        assert ask(adapter(server.base_url), messages).content == "You said: Refund order A1: $250"
+        sent = server.messages()
+    assert sent[2]["content"] == "Let me check."
+    assert [c["id"] for c in sent[2]["tool_calls"]] == [c.id for c in asked.tool_calls]
+    assert [m["tool_call_id"] for m in sent[3:]] == [c.id for c in asked.tool_calls]
+
+
+def test_call_ids_are_unique_within_an_answer() -> None:
+    """A repeated id, an empty one and one longer than 200 characters are made up, never
+    equal to an id the server gave."""
+    ids: list[Any] = ["call_1_2", "call_1_2", Id.ABSENT, "", "x" * 201, "y" * 200]
+    with FakeOpenAI() as server:
+        server.script.append(ToolAnswer([FakeCall("refund", "{}", id=i) for i in ids]))
+        asked = ask(adapter(server.base_url))
+    assert [c.id for c in asked.tool_calls] == [
+        "call_1_2",
+        "call_1_1",
+        "call_1_2_2",
+        "call_1_3",
+        "call_1_4",
+        "y" * 200,
+    ]
+
+
+def test_tool_calls_are_read_only_when_tools_are_offered() -> None:
+    """With tools offered, null content with calls is an answer (content ""); without calls,
+    or without tools offered, it is what it always was: no text, an error."""
+    call = FakeCall("refund", '{"order_id": "A1"}')
+    with FakeOpenAI() as server:
+        server.script += [ToolAnswer([call]), ToolAnswer([call])]
+        asked = ask(adapter(server.base_url))
+        message = failure(adapter(server.base_url))
+        no_calls = tool_failure(server, ToolAnswer([]))
+        null_calls = tool_failure(server, answer(None, tool_calls=None))
+    assert asked == Completion(
+        "",
+        {"promptTokens": 10, "completionTokens": 2, "finishReason": "tool_calls"},
+        tool_calls=(ToolCall("call_1", "refund", '{"order_id": "A1"}'),),
+    )
+    assert 'message.content is null, finish_reason "tool_calls"' in message
+    assert 'message.content is null, finish_reason "tool_calls"' in no_calls
+    assert 'message.content is null, finish_reason "stop"' in null_calls
+
+
+def test_calls_per_answer_are_capped() -> None:
+    many = [FakeCall("refund", f'{{"n": {i}, "m": "{MARKER}"}}') for i in range(33)]
+    with FakeOpenAI() as server:
+        server.script.append(ToolAnswer(many[:32]))
+        assert len(ask(adapter(server.base_url)).tool_calls) == 32
+        message = tool_failure(server, ToolAnswer(many))
+    assert message == (
+        "the answer to /chat/completions has tool calls RuleDrift cannot use: "
+        "message.tool_calls holds 33 calls, more than the 32 RuleDrift accepts in one answer: "
+        "the model may be stuck repeating a call (to ask for one call at a time, set "
+        '"parallel_tool_calls": false in "extraBody")'
+    )
+
+
+@pytest.mark.parametrize("as_object", [False, True])
+def test_arguments_are_capped_without_being_quoted(as_object: bool) -> None:
+    def call(chars: int) -> FakeCall:
+        text = MARKER * (chars // len(MARKER)) + "x" * (chars % len(MARKER))
+        return FakeCall("refund", {"a": text[:-8]} if as_object else text)  # {"a":"…"}: 8 more
+
+    with FakeOpenAI() as server:
+        server.script.append(ToolAnswer([call(100_000)]))
+        (fits,) = ask(adapter(server.base_url)).tool_calls
+        message = tool_failure(server, ToolAnswer([FakeCall("lookup_order"), call(100_001)]))
+    assert len(fits.arguments) == 100_000
+    assert message == (
+        "the answer to /chat/completions has tool calls RuleDrift cannot use: "
+        'message.tool_calls[1].function.arguments (a call of "refund") hold 100,001 '
+        "characters, more than the 100,000 RuleDrift accepts for one call"
+    )
+
+
+@pytest.mark.parametrize(
+    ("tool_calls", "problem"),
+    [
+        ({"0": {"function": {"name": "refund"}}}, "message.tool_calls is an object, not an array"),
+        ([MARKER], "message.tool_calls[0] is a string, not an object"),
+        (
+            [{"type": "function", "function": {"name": "refund"}}, {"name": "refund"}],
+            'message.tool_calls[1] has no "function" object',
+        ),
+        (
+            [{"function": f'{{"name": "refund", "arguments": "{MARKER}"}}'}],
+            'message.tool_calls[0] has no "function" object',
+        ),
+        (
+            [{"function": {"arguments": MARKER}}],
+            "message.tool_calls[0].function.name is null, not a string",
+        ),
+        (
+            [{"function": {"name": ["refund"], "arguments": MARKER}}],
+            "message.tool_calls[0].function.name is an array, not a string",
+        ),
+        (
+            [{"function": {"name": "", "arguments": MARKER}}],
+            "message.tool_calls[0].function.name is empty",
+        ),
+        (
+            [{"function": {"name": MARKER * 10, "arguments": "{}"}}],
+            "message.tool_calls[0].function.name has 250 characters, more than the 200 a tool "
+            "name may have",
+        ),
+        (
+            [{"type": "custom", "custom": {"name": "refund", "input": MARKER}}],
+            'message.tool_calls[0] is of type "custom", not "function"',
+        ),
+        (
+            [{"type": {"x": MARKER}, "function": {"name": "refund"}}],
+            'message.tool_calls[0] is of type an object, not "function"',
+        ),
+    ],
+)
+def test_malformed_tool_calls_say_what_the_server_sent_wrong(
+    tool_calls: object, problem: str
+) -> None:
+    with FakeOpenAI() as server:
+        message = tool_failure(server, answer(None, finish="tool_calls", tool_calls=tool_calls))
+    assert (
+        message == f"the answer to /chat/completions has tool calls RuleDrift cannot use: {problem}"
+    )
+
+
+def test_the_key_is_scrubbed_from_calls() -> None:
+    call = FakeCall(f"refund_{KEY}", f'{{"note": "{KEY}"}}', id=f"call_{KEY}")
+    with FakeOpenAI(api_key=KEY) as server:
+        server.script.append(ToolAnswer([call]))
+        asked = ask(adapter(server.base_url))
+    assert asked.tool_calls == (ToolCall("call_***", "refund_***", '{"note": "***"}'),)
+
+
+def test_a_tool_message_answering_no_call_is_refused_as_openai_refuses_it() -> None:
+    """The fake holds the adapter to OpenAI's pairing rule: a result must name a call of the
+    assistant message before it, and every call must be answered."""
+    stray = (*ASK, Message("tool", "{}", tool_call_id="call_9", tool_name="refund"))
+    call = ToolCall("call_1", "refund", "{}")
+    unanswered = (*ASK, Message("assistant", "", tool_calls=(call,)), Message("user", "Well?"))
+    with FakeOpenAI() as server:
+        target = adapter(server.base_url)
+        with pytest.raises(AdapterError) as refused:
+            ask(target, stray)
+        with pytest.raises(AdapterError) as unpaired:
+            ask(adapter(server.base_url), unanswered)
+    assert "HTTP 400" in str(refused.value)
+    assert "must be a response to a preceeding message with 'tool_calls'" in str(refused.value)
+    assert "did not have response messages: call_1" in str(unpaired.value)
+
+
+def test_extra_body_cannot_set_the_tools(tmp_path: Path) -> None:
+    """RuleDrift sends `tools` and `tool_choice` from the suite's `tools`: extraBody may not."""
+    data = base_suite()
+    data["adapter"] = {"type": "openai", "model": "m", "baseUrl": "http://127.0.0.1:9/v1"}
+    data["adapter"]["extraBody"] = {"tools": [], "tool_choice": "auto", "top_k": 5}
+    with pytest.raises(ConfigError) as caught:
+        load_suite(write_suite(tmp_path, data))
+    found = [str(issue).split(": ", 1)[1] for issue in caught.value.issues]
+    assert found == [
+        '/adapter/extraBody/tools: "tools" is set by RuleDrift; remove it',
+        '/adapter/extraBody/tool_choice: "tool_choice" is set by RuleDrift; remove it',
+    ]
