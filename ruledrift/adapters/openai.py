@@ -72,6 +72,9 @@ class OpenAIAdapterConfig:
     timeout_ms: int
     options: Mapping[str, object] = field(default_factory=dict)
     extra_body: Mapping[str, object] = field(default_factory=dict)
+    # `toolResults`: "tool" sends each tool result as a `role: tool` message; "user" as a user
+    # message naming the call, for servers whose chat template drops tool messages.
+    tool_results: Literal["tool", "user"] = "tool"
     type: Literal["openai"] = "openai"
 
 
@@ -83,6 +86,7 @@ def parse_config(settings: Mapping[str, Any], suite_dir: Path) -> OpenAIAdapterC
         timeout_ms=settings.get("timeoutMs", DEFAULT_TIMEOUT_MS),
         options=dict(settings.get("options", {})),
         extra_body=dict(settings.get("extraBody", {})),
+        tool_results=settings.get("toolResults", "tool"),
     )
 
 
@@ -217,7 +221,7 @@ class OpenAIAdapter:
         adds `tools` and `tool_choice` (None, or no tools: neither is sent)."""
         body: dict[str, object] = {
             "model": self._config.model,
-            "messages": [wire_message(m) for m in messages],
+            "messages": [wire_message(m, self._config.tool_results) for m in messages],
             **self._config.options,
             **self._config.extra_body,  # the loader keeps RESERVED_BODY_FIELDS out of it
             "stream": False,
@@ -315,13 +319,20 @@ def wire_choice(choice: str) -> object:
     return {"type": "function", "function": {"name": choice}}
 
 
-def wire_message(message: Message) -> dict[str, object]:
+def wire_message(
+    message: Message, tool_results: Literal["tool", "user"] = "tool"
+) -> dict[str, object]:
     """A message as /chat/completions takes it: `{role, content}`; an assistant message with
-    calls also carries them (ids included: servers pair each call with its result) and a null
-    content when it has no text; a tool message carries the id of the call it answers."""
+    calls also carries them (ids included: servers pair each call with its result), its content
+    a string even when empty (llama-cpp-python's server refuses a null one); a tool message
+    carries the id of the call it answers (with `tool_results` "user": a user message that
+    names the call, for a chat template that drops tool messages)."""
     if message.role == "assistant" and message.tool_calls:
         calls = [wire_call(call) for call in message.tool_calls]
-        return {"role": "assistant", "content": message.content or None, "tool_calls": calls}
+        return {"role": "assistant", "content": message.content, "tool_calls": calls}
+    if message.role == "tool" and tool_results == "user":
+        call = f"{message.tool_name or 'a tool'} (call {message.tool_call_id})"
+        return {"role": "user", "content": f"The result of {call}: {message.content}"}
     if message.role == "tool" and message.tool_call_id is not None:
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     return {"role": message.role, "content": message.content}

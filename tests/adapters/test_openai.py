@@ -8,6 +8,7 @@ import subprocess
 import sys
 import zlib
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -678,7 +679,7 @@ def test_a_tool_loop_sends_the_calls_and_their_results_back() -> None:
     assert sent[2:] == [
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "call_1",
@@ -690,7 +691,7 @@ def test_a_tool_loop_sends_the_calls_and_their_results_back() -> None:
         {"role": "tool", "tool_call_id": "call_1", "content": '{"result": 1}'},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "call_2",
@@ -894,3 +895,29 @@ def test_extra_body_cannot_set_the_tools(tmp_path: Path) -> None:
         '/adapter/extraBody/tools: "tools" is set by RuleDrift; remove it',
         '/adapter/extraBody/tool_choice: "tool_choice" is set by RuleDrift; remove it',
     ]
+
+
+def test_tool_results_can_go_as_user_messages_for_templates_that_drop_tool_messages(
+    tmp_path: Path,
+) -> None:
+    """llama-cpp-python's chatml-function-calling template renders no `role: tool` message
+    (tests/e2e/test_tools_real.py measures it): `toolResults: "user"` gets a result through."""
+    data = base_suite()
+    data["adapter"] = {"type": "openai", "model": "m", "baseUrl": "http://127.0.0.1:9/v1"}
+    data["adapter"]["toolResults"] = "user"
+    config = load_suite(write_suite(tmp_path, data)).adapter
+    assert isinstance(config, OpenAIAdapterConfig)
+    assert config.tool_results == "user"
+    result = Message("tool", '{"status":"shipped"}', tool_call_id="call_1", tool_name="lookup")
+    body = OpenAIAdapter(config).request_body([Message("user", "hi"), result])
+    assert body["messages"] == [
+        {"role": "user", "content": "hi"},
+        {"role": "user", "content": 'The result of lookup (call call_1): {"status":"shipped"}'},
+    ]
+    default = OpenAIAdapter(replace(config, tool_results="tool")).request_body([result])
+    assert default["messages"] == [
+        {"role": "tool", "tool_call_id": "call_1", "content": '{"status":"shipped"}'}
+    ]
+    data["adapter"]["toolResults"] = "system"
+    with pytest.raises(ConfigError):
+        load_suite(write_suite(tmp_path, data))
