@@ -51,6 +51,17 @@ def openai_base_url(gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 @pytest.fixture(scope="session")
+def tools_base_url(gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """llama-cpp-python's server with its `chatml-function-calling` format: it constrains the
+    model to a tool call when `tool_choice` names a tool (a grammar from the tool's schema)."""
+    log = tmp_path_factory.mktemp("llama-cpp-tools") / "server.log"
+    with llama_cpp_server(
+        gguf, log, alias=OPENAI_MODEL, n_ctx=2048, chat_format="chatml-function-calling"
+    ) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def call_timeout_s(openai_base_url: str) -> float:
     """Seconds one model call may take: a multiple of a warm-up answer timed now, with a floor.
     Sizes each suite's timeoutMs and the subprocess timeouts around `ruledrift run`, so a

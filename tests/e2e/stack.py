@@ -156,16 +156,25 @@ START_TIMEOUT_S = 120.0
 
 @contextmanager
 def llama_cpp_server(
-    gguf: Path, log: Path, *, alias: str, n_ctx: int, threads: int | None = None
+    gguf: Path,
+    log: Path,
+    *,
+    alias: str,
+    n_ctx: int,
+    threads: int | None = None,
+    chat_format: str | None = None,
 ) -> Iterator[str]:
     """llama-cpp-python's own OpenAI-compatible server on a port of its own choosing (port 0:
-    no race with another run for a port picked beforehand); yields its base URL (…/v1)."""
+    no race with another run for a port picked beforehand); yields its base URL (…/v1).
+    `chat_format`: one of its chat formats (None: the template in the weights)."""
     threads = server_threads() if threads is None else threads
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", alias,
         "--host", "127.0.0.1", "--port", "0", "--n_ctx", str(n_ctx),
         "--n_threads", str(threads), "--n_threads_batch", str(threads),
     ]  # fmt: skip
+    if chat_format is not None:
+        command += ["--chat_format", chat_format]
     with log.open("w") as sink:
         process = subprocess.Popen(
             command, stdout=sink, stderr=subprocess.STDOUT, text=True, env=server_env()
