@@ -98,6 +98,14 @@ class AdapterError(RuleDriftError):
     exit_code = ExitCode.RUN_ERROR
 
 
+class TargetConfigError(AdapterError):
+    """A target that cannot run the suite as it is configured, found by its preflight
+    (`Adapter.open`) before any call, e.g. a model without the `tools` capability for a suite that
+    offers tools (exit 2: nothing ran, no report is written)."""
+
+    exit_code = ExitCode.USAGE
+
+
 class ReportError(RuleDriftError):
     """A report that could not be written (exit 2: the path the user gave is unusable)."""
 

@@ -24,7 +24,7 @@ SUITE = Path(__file__).resolve().parent.parent / "demo" / "suite.json"
 class PoliteAgent:
     """An agent of your own: four async methods. This one keeps every rule of the demo."""
 
-    async def open(self) -> None:
+    async def open(self, *, tools: bool = False) -> None:
         pass  # connect, warm up, check credentials: raise AdapterError when it cannot
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
 from ruledrift.data import AdapterConfig, Message, TargetInfo, ToolCall, ToolOffer
-from ruledrift.errors import AdapterError
+from ruledrift.errors import AdapterError, TargetConfigError
 from ruledrift.text import repair_surrogates
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "AdapterType",
     "CallContext",
     "Completion",
+    "TargetConfigError",
     "answer_metadata",
     "reported_count",
     "reported_text",
@@ -73,9 +74,13 @@ class Adapter(Protocol):
     setting that makes a run impossible before any call (exit 2), e.g. an unset API key
     variable."""
 
-    async def open(self) -> None:
+    async def open(self, *, tools: bool = False) -> None:
         """Check that the target can be reached (a preflight: nothing is asked of the model).
-        Raises AdapterError naming what is wrong and how to fix it."""
+        Raises AdapterError naming what is wrong and how to fix it. `tools`: the suite offers
+        tools (its calls carry `context.tools`); a target that cannot take them raises
+        TargetConfigError (exit 2) here rather than failing every call. RuleDrift passes
+        `tools` only when it is true, so an adapter written before tools existed still runs the
+        suites without them."""
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion: ...
 

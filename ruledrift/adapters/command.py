@@ -82,7 +82,7 @@ class CommandAdapter:
         self._max_output = max_output_bytes
         self._programs = Programs()  # the calls in flight
 
-    async def open(self) -> None:
+    async def open(self, *, tools: bool = False) -> None:
         """Check, without starting anything, that `cwd` is a directory and the command exists."""
         cwd, command = self._config.cwd, self._config.command
         if not cwd.is_dir():

@@ -6,6 +6,11 @@ so the model is loaded once per run and a prompt that outgrows `num_ctx` fails i
 silently losing its oldest messages (Ollama v0.12.6+); `PromptGrowth` catches the servers too old
 to honour that, except on v0.30.0, whose prompt token counts cannot be trusted. What protects a
 run less than both is said in `target_info().details["overflowProtection"]`.
+
+Tools (ruledrift/ollama/tools.py): a call with `context.tools` sends them as OpenAI's `tools`
+array, and reads `message.tool_calls` back. Ollama has no `tool_choice`: "none" sends no tools,
+"required" and a tool's name send them as "auto" does. `open(tools=True)` checks that the model's
+capabilities list `tools` (TargetConfigError, exit 2, rather than HTTP 400 on every call).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from ruledrift.adapters.base import (
     AdapterType,
     CallContext,
     Completion,
+    TargetConfigError,
     answer_metadata,
     reported_count,
     retarget_http,
@@ -26,7 +32,7 @@ from ruledrift.adapters.base import (
 )
 from ruledrift.adapters.context_window import PromptGrowth, overflow_message
 from ruledrift.boundary.http import DEFAULT_RETRY, Retry, base_url_problems
-from ruledrift.data import Message, TargetInfo
+from ruledrift.data import Message, TargetInfo, ToolCall, ToolOffer
 from ruledrift.ollama.api import (
     WRONG_URL,
     ModelEntry,
@@ -39,6 +45,7 @@ from ruledrift.ollama.api import (
     release,
     reported_text,
 )
+from ruledrift.ollama.tools import ToolCallError, message_sent, read_tool_calls, tools_field
 from ruledrift.text import json_kind
 
 _REPORTED = {
@@ -127,9 +134,10 @@ class OllamaAdapter:
         self._fixed_context = False  # an MLX model: num_ctx cannot change its context
         self._can_think: bool | None = None  # from the model's capabilities; None: unknown
 
-    async def open(self) -> None:
+    async def open(self, *, tools: bool = False) -> None:
         """Record the server version, the model's digest and capabilities; fail early if the
-        model is absent, or cannot think while `think` asks for it."""
+        model is absent, cannot use tools while the suite offers them (`tools`:
+        TargetConfigError), or cannot think while `think` asks for it."""
         self._server_version = await self._api.version()
         entry = self._find_model(await self._api.models())
         self._digest = entry.digest
@@ -137,6 +145,8 @@ class OllamaAdapter:
         self._fixed_context = is_mlx(entry.format or facts.format)
         if facts.capabilities is not None:  # absent: a server too old to say
             self._can_think = "thinking" in facts.capabilities
+            if tools and "tools" not in facts.capabilities:
+                raise TargetConfigError(str(self._api.error(self._no_tools())))
         think = self._config.think
         if think in (None, False):
             return
@@ -164,9 +174,8 @@ class OllamaAdapter:
         return TargetInfo(adapter="ollama", model=self._config.model, details=details)
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
-        answer = await self._api.chat(
-            self.request_body(messages, context.run), on_resend=context.on_resend
-        )
+        body = self.request_body(messages, context.run, tools=context.tools)
+        answer = await self._api.chat(body, on_resend=context.on_resend)
         message = answer.get("message") if isinstance(answer, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(answer, dict) or not isinstance(message, dict):
@@ -176,26 +185,32 @@ class OllamaAdapter:
                 f'Ollama\'s answer to /api/chat has no "message.content" string (it is '
                 f"{json_kind(content)}): {WRONG_URL}"
             )
+        calls = self._tool_calls(message, len(messages)) if "tools" in body else ()
         if counts_whole_prompt(self._server_version):
-            tokens, kept = answer.get("prompt_eval_count"), self._kept_answer_tokens(answer)
-            cut = self._growth.check(context, len(messages), tokens, kept)
+            # a call comes back rendered by the template, maybe shorter than it was generated
+            kept = None if calls else self._kept_answer_tokens(answer)
+            cut = self._growth.check(context, len(messages), answer.get("prompt_eval_count"), kept)
             if cut is not None:
                 raise self._api.error(f"{cut}. {self._overflow_fix()}")
         metadata = _metadata(answer, message)
         seed = seed_for_run(self._options, context.run)
         if seed is not None:
             metadata["seed"] = seed
-        return Completion(self._api.http.scrub(content), metadata)  # proxy credentials
+        scrub = self._api.http.scrub  # proxy credentials
+        return Completion(scrub(content), metadata, tool_calls=calls)
 
     async def aclose(self) -> None:
         await self._api.aclose()
 
-    def request_body(self, messages: Sequence[Message], run: int = 0) -> dict[str, object]:
-        """The /api/chat body; run r of a repeated scenario sends `options.seed` + r."""
+    def request_body(
+        self, messages: Sequence[Message], run: int = 0, *, tools: ToolOffer | None = None
+    ) -> dict[str, object]:
+        """The /api/chat body; run r of a repeated scenario sends `options.seed` + r. `tools`:
+        the call's offer, sent as `tools` (not at all for `tool_choice` "none")."""
         seed = seed_for_run(self._options, run)
         body: dict[str, object] = {
             "model": self._config.model,
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "messages": self._messages(messages),
             "stream": False,
             "options": self._options if seed is None else {**self._options, "seed": seed},
             "keep_alive": KEEP_ALIVE,  # overrides the server's OLLAMA_KEEP_ALIVE
@@ -204,7 +219,26 @@ class OllamaAdapter:
         }
         if self._config.think is not None:  # omitted, a thinking model thinks
             body["think"] = self._config.think
+        offered = tools_field(tools)
+        if offered is not None:
+            body["tools"] = offered
         return body
+
+    def _messages(self, messages: Sequence[Message]) -> list[dict[str, object]]:
+        try:
+            return [message_sent(message) for message in messages]
+        except ToolCallError as problem:
+            raise self._api.error(str(problem)) from None
+
+    def _tool_calls(self, message: Mapping[str, Any], sent: int) -> tuple[ToolCall, ...]:
+        """The calls the answer asks for (names and arguments scrubbed of proxy credentials,
+        as its content is); a malformed or oversized entry fails the call."""
+        try:
+            calls = read_tool_calls(message.get("tool_calls"), sent)
+        except ToolCallError as problem:
+            raise self._api.error(f"Ollama's answer to /api/chat: {problem}") from None
+        scrub = self._api.http.scrub
+        return tuple(ToolCall(c.id, scrub(c.name), scrub(c.arguments)) for c in calls)
 
     def _kept_answer_tokens(self, answer: Mapping[str, Any]) -> object:
         """The answer's generated tokens when the next prompt holds them all again, or None:
@@ -255,6 +289,8 @@ class OllamaAdapter:
             return self._missing_model()
         if status == 400 and "does not support thinking" in text:
             return self._no_thinking()
+        if status == 400 and "does not support tools" in text:
+            return self._no_tools()
         if status == 400 and "think" in text and ("invalid" in text or "must be" in text):
             return f'Ollama rejected the "think" setting ({text}): set it to {THINK_VALUES}'
         if "must be of type" in text or "must be of an array" in text:
@@ -282,6 +318,14 @@ class OllamaAdapter:
         return (
             f'Ollama at {self._config.base_url} has no model "{model}": run `ollama pull {model}`, '
             "or `ruledrift run --start-ollama`, which pulls it"
+        )
+
+    def _no_tools(self) -> str:
+        model = self._config.model
+        return (
+            f'the suite offers tools, but model "{model}" does not support tools (its capabilities '
+            f'in Ollama\'s /api/show lack "tools"): use a model that does (`ollama show {model}` '
+            'lists its capabilities), or remove "tools" from the suite'
         )
 
     def _no_thinking(self) -> str:

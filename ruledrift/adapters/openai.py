@@ -127,7 +127,7 @@ class OpenAIAdapter:
         self._served_model: str | None = None  # the `model` of the latest answer
         self._listed_model: str | None = None  # the one model listed, when it is not `model`
 
-    async def open(self) -> None:
+    async def open(self, *, tools: bool = False) -> None:
         """Check that the server answers, and that it serves the model if it lists models
         (servers without GET /models are fine). A name matches with or without `:latest`
         (Ollama's /v1 lists `qwen3:latest` for `qwen3`). A server that lists exactly one other

@@ -58,7 +58,7 @@ from ruledrift.data import (
     Variant,
     VerdictPolicy,
 )
-from ruledrift.errors import AdapterError, UsageError
+from ruledrift.errors import AdapterError, TargetConfigError, UsageError
 from ruledrift.ollama.api import ensure_model
 from ruledrift.ollama.server import ManagedOllama, ServerSettings, default_models_dir
 from ruledrift.results.json_load import read_report
@@ -297,7 +297,9 @@ async def _run_adapter(
         regex.start_workers(concurrency, languages=languages)
     try:
         try:
-            await adapter.open()
+            await _open(adapter, suite)
+        except TargetConfigError:
+            raise  # the suite asks what the target cannot do: a configuration error (exit 2)
         except AdapterError as cause:  # the preflight: no call was made
             observer.warning(f"the target could not start: {cause}")
             return not_run(suite, scenarios, adapter.target_info(), cause, policy=policy)
@@ -319,6 +321,15 @@ async def _run_adapter(
             await adapter.aclose()
         finally:
             await regex.aclose()
+
+
+async def _open(adapter: Adapter, suite: Suite) -> None:
+    """The adapter's preflight, told whether the suite offers tools. `tools` is passed only when
+    it is true: an adapter of one's own written before tools existed takes no keyword."""
+    if suite.tools:
+        await adapter.open(tools=True)
+    else:
+        await adapter.open()
 
 
 def select_variants(
@@ -427,6 +438,8 @@ async def _execute(
                 request.seed,
                 variants,
             )
+    except TargetConfigError:
+        raise
     except AdapterError as cause:  # the managed server did not start or could not pull
         observer.warning(f"the target could not start: {cause}")
         info = TargetInfo(config.type, config.model)

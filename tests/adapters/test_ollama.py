@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import subprocess
 import sys
@@ -15,10 +16,14 @@ import pytest
 
 from ruledrift.adapters.base import Adapter, AdapterError, CallContext, Completion
 from ruledrift.adapters.ollama import KEEP_ALIVE, OllamaAdapter, OllamaAdapterConfig
+from ruledrift.adapters.registry import create_adapter
+from ruledrift.app import run_against
 from ruledrift.boundary.http import Retry
 from ruledrift.checks.regex_workers import RegexEvaluator
-from ruledrift.data import Message, RunResult
-from ruledrift.errors import ConfigError
+from ruledrift.console.exits import guarded
+from ruledrift.data import Message, RunResult, Suite, Tool, ToolCall, ToolOffer, canonical_json
+from ruledrift.data.location import Location
+from ruledrift.errors import ConfigError, TargetConfigError
 from ruledrift.run.runner import run_suite
 from ruledrift.suite.load import load_suite
 from ruledrift.suite.system_message import system_message
@@ -702,3 +707,369 @@ def test_a_content_length_no_parser_accepts_is_an_error_of_the_call() -> None:
     with RawServer(answer) as server:
         message = failure(adapter(server.url))
     assert "Invalid character in Content-Length" in message
+
+
+# --- tools -------------------------------------------------------------------------------------
+
+REFUND_PARAMETERS = {
+    "type": "object",
+    "properties": {"order": {"type": "string"}, "amount": {"type": "number"}},
+    "required": ["order", "amount"],
+}
+REFUND = Tool("refund", "Refund an order", canonical_json(REFUND_PARAMETERS), Location(1, 1))
+LOOKUP = Tool("lookup", "Look an order up", canonical_json({"type": "object"}), Location(2, 1))
+SENT_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "refund",
+            "description": "Refund an order",
+            "parameters": REFUND_PARAMETERS,
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "description": "Look an order up",
+            "parameters": {"type": "object"},
+        },
+    },
+]
+TWO_CALLS = 'call lookup {"order": "A1"}\ncall refund {"order": "A1", "amount": 250}'
+ASKING = (Message("system", "Refunds over $100 need a supervisor."), Message("user", TWO_CALLS))
+SECRET_ARGUMENT = "sk-hostile-argument-7f3a"
+
+
+def offering(choice: str = "auto", **fields: Any) -> CallContext:
+    return CallContext(
+        "suite", "refunds", "turn", turn=1, tools=ToolOffer((REFUND, LOOKUP), choice), **fields
+    )
+
+
+def test_tools_are_sent_as_openais_array() -> None:
+    with FakeOllama() as server:
+        complete(adapter(server.base_url), (ASKING, offering()))
+        (body,) = server.chats()
+    assert body["tools"] == SENT_TOOLS
+    assert body["messages"] == [{"role": m.role, "content": m.content} for m in ASKING]
+
+
+@pytest.mark.parametrize(
+    ("choice", "sent"), [("auto", True), ("required", True), ("refund", True), ("none", False)]
+)
+def test_tool_choice_on_ollama_which_has_none(choice: str, sent: bool) -> None:
+    """Ollama has no tool_choice: "none" sends no tools; "required" and a name send them (no
+    call can be forced). No tool_choice field ever reaches Ollama."""
+    with FakeOllama() as server:
+        answer = complete(adapter(server.base_url), (ASKING, offering(choice)))
+        (body,) = server.chats()
+    assert "tool_choice" not in body
+    assert ("tools" in body) is sent
+    assert bool(answer.tool_calls) is sent  # the fake model calls whatever it is offered
+
+
+def test_no_offer_sends_no_tools() -> None:
+    with FakeOllama() as server:
+        answer = complete(adapter(server.base_url), (ASKING, TURN))
+        (body,) = server.chats()
+    assert "tools" not in body
+    assert answer.tool_calls == ()
+    assert answer.content.startswith("You said: call lookup")
+
+
+def test_parallel_calls_without_ids_get_made_up_ones() -> None:
+    with FakeOllama(call_ids=False) as server:
+        answer = complete(adapter(server.base_url), (ASKING, offering()))
+    assert answer.content == ""
+    assert answer.tool_calls == (
+        ToolCall("call_2_0", "lookup", '{"order":"A1"}'),
+        ToolCall("call_2_1", "refund", '{"amount":250,"order":"A1"}'),  # canonical JSON
+    )
+    assert answer.metadata["doneReason"] == "stop"
+
+
+def test_the_servers_call_ids_are_kept() -> None:
+    given = [
+        {"id": "call_k3v9x0aa", "function": {"index": 0, "name": "lookup", "arguments": {}}},
+        {"id": "call_p2m7q1bb", "function": {"index": 1, "name": "refund", "arguments": {}}},
+    ]
+    answer = {"message": {"role": "assistant", "content": "", "tool_calls": given}}
+    with FakeOllama() as server:  # Ollama 0.12.10+ gives each call a random id
+        server.add_fault(Fault("json", body=answer))
+        calls = complete(adapter(server.base_url), (ASKING, offering())).tool_calls
+    assert [call.id for call in calls] == ["call_k3v9x0aa", "call_p2m7q1bb"]
+
+
+def test_ids_given_twice_or_of_another_type_are_made_up_unique() -> None:
+    entries = [
+        {"id": "same", "function": {"name": "lookup", "arguments": {}}},
+        {"id": "same", "function": {"name": "lookup", "arguments": {}}},
+        {"id": 5, "function": {"name": "lookup", "arguments": {}}},
+        {"id": ["x"], "function": {"name": "lookup", "arguments": {}}},
+        {"id": "call_2_4", "function": {"name": "lookup", "arguments": {}}},
+        {"function": {"name": "lookup", "arguments": {}}},
+    ]
+    answer = {"message": {"role": "assistant", "content": "", "tool_calls": entries}}
+    with FakeOllama() as server:
+        server.add_fault(Fault("json", body=answer))
+        calls = complete(adapter(server.base_url), (ASKING, offering())).tool_calls
+    assert [call.id for call in calls] == [
+        "call_2_0",
+        "call_2_1",
+        "call_2_2",
+        "call_2_3",
+        "call_2_4",  # the server's own, used once
+        "call_2_5",
+    ]
+    assert all(call.arguments == "{}" for call in calls)
+
+
+def test_a_tool_round_goes_back_as_ollama_expects() -> None:
+    """The assistant message with its calls (arguments as objects) and one tool message per
+    call, with `tool_name` (and the id, which Ollama 0.12.10+ templates may pair by)."""
+    with FakeOllama(call_ids=False) as server:
+
+        async def rounds(a: OllamaAdapter) -> tuple[Completion, Completion]:
+            first = await a.complete(ASKING, offering())
+            results = [
+                Message("tool", f"result of {call.name}", tool_call_id=call.id, tool_name=call.name)
+                for call in first.tool_calls
+            ]
+            asked = Message("assistant", first.content, tool_calls=first.tool_calls)
+            second = await a.complete((*ASKING, asked, *results), offering(round=2))
+            return first, second
+
+        first, second = using(adapter(server.base_url), rounds)
+        _, body = server.chats()
+    assert body["messages"][2:] == [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "type": "function",
+                    "id": "call_2_0",
+                    "function": {"name": "lookup", "arguments": {"order": "A1"}},
+                },
+                {
+                    "type": "function",
+                    "id": "call_2_1",
+                    "function": {"name": "refund", "arguments": {"amount": 250, "order": "A1"}},
+                },
+            ],
+        },
+        {
+            "role": "tool",
+            "content": "result of lookup",
+            "tool_name": "lookup",
+            "tool_call_id": "call_2_0",
+        },
+        {
+            "role": "tool",
+            "content": "result of refund",
+            "tool_name": "refund",
+            "tool_call_id": "call_2_1",
+        },
+    ]
+    assert second.tool_calls == ()  # the last message is a tool result: the model answers
+    assert second.content == f"You said: {TWO_CALLS}"
+    assert len(first.tool_calls) == 2
+
+
+@pytest.mark.parametrize(
+    ("arguments", "kind"),
+    [
+        (f'{{"note": "{SECRET_ARGUMENT}"', "not JSON"),
+        (f'["{SECRET_ARGUMENT}"]', "JSON an array"),
+        (f'"{SECRET_ARGUMENT}"', "JSON a string"),
+        ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply to read"),
+    ],
+)
+def test_arguments_that_are_not_an_object_cannot_be_sent(arguments: str, kind: str) -> None:
+    """Ollama takes a call's arguments only as an object (it would refuse the whole request):
+    the call fails before anything is sent, naming the tool, never quoting the arguments."""
+    asked = Message("assistant", "", tool_calls=(ToolCall("c1", "refund", arguments),))
+    history = (*ASKING, asked, Message("tool", "done", tool_call_id="c1", tool_name="refund"))
+    with FakeOllama() as server:
+        message = failure_of(adapter(server.base_url), history, offering(round=2))
+        assert server.chats() == []
+    assert f'a call of tool "refund" whose arguments are {kind}, not a JSON object' in message
+    assert SECRET_ARGUMENT not in message
+
+
+def test_empty_arguments_are_sent_as_an_empty_object() -> None:
+    asked = Message("assistant", "", tool_calls=(ToolCall("c1", "lookup", " "),))
+    history = (*ASKING, asked, Message("tool", "done", tool_call_id="c1", tool_name="lookup"))
+    with FakeOllama() as server:
+        complete(adapter(server.base_url), (history, offering(round=2)))
+        (body,) = server.chats()
+    assert body["messages"][2]["tool_calls"][0]["function"]["arguments"] == {}
+
+
+def failure_of(target: OllamaAdapter, messages: Sequence[Message], context: CallContext) -> str:
+    with pytest.raises(AdapterError) as raised:
+        using(target, lambda a: a.complete(messages, context))
+    return str(raised.value)
+
+
+def hostile_calls(tool_calls: object) -> str:
+    """The error of an answer whose `message.tool_calls` is `tool_calls`."""
+    answer = {"message": {"role": "assistant", "content": "", "tool_calls": tool_calls}}
+    with FakeOllama() as server:
+        server.add_fault(Fault("json", body=answer))
+        return failure_of(adapter(server.base_url), ASKING, offering())
+
+
+def call(name: object = "refund", arguments: object = None) -> dict[str, object]:
+    given = {"note": SECRET_ARGUMENT} if arguments is None else arguments
+    return {"function": {"index": 0, "name": name, "arguments": given}}
+
+
+@pytest.mark.parametrize(
+    ("tool_calls", "expected"),
+    [
+        ({"function": {}}, '"message.tool_calls" is an object, not an array'),
+        ([call()] * 33, "the answer asks for 33 tool calls, more than the 32 one answer may"),
+        (
+            [call(arguments={"note": SECRET_ARGUMENT * 5000})],
+            'tool call 1 of the answer ("refund") has arguments of 120,011 characters as JSON, '
+            "more than the 100,000 one call may send",
+        ),
+        (
+            [call(), call(arguments=f'{{"note": "{SECRET_ARGUMENT}"}}')],
+            'tool call 2 of the answer ("refund") has "arguments" that are a string, not the '
+            "JSON object Ollama sends",
+        ),
+        (
+            [call(arguments=[SECRET_ARGUMENT])],
+            'tool call 1 of the answer ("refund") has "arguments" that are an array',
+        ),
+        ([call(arguments={"n": float("nan")})], "holding NaN or Infinity, which are not JSON"),
+        ([call(name=None)], "tool call 1 of the answer has no tool name (a string of 1 to 200"),
+        ([call(name="")], "has no tool name (a string of 1 to 200 characters; it is 0 char"),
+        ([call(name="x" * 201)], "has no tool name (a string of 1 to 200 characters; it is 201"),
+        ([SECRET_ARGUMENT], 'tool call 1 of the answer is not an object with a "function" obj'),
+        ([{"function": SECRET_ARGUMENT}], 'with a "function" object (it is an object without'),
+    ],
+)
+def test_malformed_or_oversized_calls_are_clear_errors(tool_calls: object, expected: str) -> None:
+    message = hostile_calls(tool_calls)
+    assert message.startswith("Ollama's answer to /api/chat: ")
+    assert expected in message
+    assert SECRET_ARGUMENT not in message
+
+
+def test_calls_in_an_answer_to_a_request_without_tools_are_ignored() -> None:
+    """As Ollama itself: it reads calls only when the request offers tools."""
+    answer = {"message": {"role": "assistant", "content": "fine", "tool_calls": [call()]}}
+    with FakeOllama() as server:
+        server.add_fault(Fault("json", body=answer), Fault("json", body=answer))
+        plain = complete(adapter(server.base_url), (ASKING, TURN))
+        refused = complete(adapter(server.base_url), (ASKING, offering("none")))
+    assert plain.tool_calls == refused.tool_calls == ()
+    assert plain.content == "fine"
+
+
+def test_arguments_with_lone_surrogates_can_be_sent_back() -> None:
+    """JSON may escape half a surrogate pair; the text is repaired where it enters, so it can be
+    sent back as UTF-8 (instead of a UnicodeEncodeError)."""
+    half = [{"function": {"name": "lookup", "arguments": {"order": "\ud800A1"}}}]
+    answer = {"message": {"role": "assistant", "content": "", "tool_calls": half}}
+    with FakeOllama() as server:
+        server.add_fault(Fault("json", body=answer))  # json.dumps writes it as \ud800
+        found = complete(adapter(server.base_url), (ASKING, offering())).tool_calls
+        assert found == (ToolCall("call_2_0", "lookup", '{"order":"\ufffdA1"}'),)
+        asked = Message("assistant", "", tool_calls=found)
+        history = (*ASKING, asked, Message("tool", "ok", tool_call_id="call_2_0"))
+        complete(adapter(server.base_url), (history, offering(round=2)))
+        assert server.chats()[-1]["messages"][2]["tool_calls"][0]["function"]["arguments"] == {
+            "order": "\ufffdA1"
+        }
+
+
+def test_a_long_generated_call_raises_no_false_alarm_of_dropped_messages() -> None:
+    """A call comes back in the next prompt as the template renders it, which can be far
+    shorter than what the model generated: its tokens are not counted as kept."""
+    first = {
+        "message": {"role": "assistant", "content": "", "tool_calls": [call("lookup", {})]},
+        "prompt_eval_count": 100,
+        "eval_count": 400,  # e.g. a long call in the model's own format
+    }
+    second = {"message": {"role": "assistant", "content": "done"}, "prompt_eval_count": 130}
+    with FakeOllama() as server:
+        server.add_fault(Fault("json", body=first), Fault("json", body=second))
+
+        async def rounds(a: OllamaAdapter) -> Completion:
+            await a.open()  # llama3.2 cannot think: its answers' tokens would all come back
+            calls = (await a.complete(ASKING, offering())).tool_calls
+            results = [Message("tool", "ok", tool_call_id=c.id, tool_name=c.name) for c in calls]
+            asked = Message("assistant", "", tool_calls=calls)
+            return await a.complete((*ASKING, asked, *results), offering(round=2))
+
+        assert using(adapter(server.base_url), rounds).content == "done"
+
+
+# --- the tools capability ----------------------------------------------------------------------
+
+
+def test_open_for_tools_stops_on_a_model_without_them() -> None:
+    with FakeOllama(["gemma3:270m", "llama3.2:1b"]) as server:
+        with pytest.raises(TargetConfigError) as raised:
+            using(adapter(server.base_url, model="gemma3:270m"), lambda a: a.open(tools=True))
+        using(adapter(server.base_url, model="gemma3:270m"), lambda a: a.open())
+        using(adapter(server.base_url), lambda a: a.open(tools=True))
+        assert server.chats() == []
+    assert raised.value.exit_code == 2
+    message = str(raised.value)
+    assert message.startswith('the suite offers tools, but model "gemma3:270m" does not support')
+    assert "`ollama show gemma3:270m` lists its capabilities" in message
+
+
+def test_a_server_that_does_not_list_capabilities_is_given_the_benefit_of_the_doubt() -> None:
+    with FakeOllama() as server:
+        server.add_fault(Fault("json", path="/api/show", body={"details": {"format": "gguf"}}))
+        using(adapter(server.base_url), lambda a: a.open(tools=True))
+
+
+def test_http_400_does_not_support_tools_during_a_call_is_explained() -> None:
+    with FakeOllama(["gemma3:270m"]) as server:
+        message = failure_of(adapter(server.base_url, model="gemma3:270m"), ASKING, offering())
+        attempts = len(server.chats())
+    assert message.startswith('the suite offers tools, but model "gemma3:270m" does not')
+    assert attempts == 1  # 4xx: never retried
+
+
+def tools_suite(tmp_path: Path, base_url: str, model: str) -> Suite:
+    path = suite_file(tmp_path, base_url, 1, [("p1", 1)])
+    suite = load_suite(path)
+    config = suite.adapter
+    assert isinstance(config, OllamaAdapterConfig)
+    return dataclasses.replace(
+        suite, tools=(REFUND,), adapter=dataclasses.replace(config, model=model)
+    )
+
+
+def test_a_suite_with_tools_on_a_model_without_them_is_exit_2_before_any_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeOllama(["gemma3:270m"]) as server:
+        suite = tools_suite(tmp_path, server.base_url, "gemma3:270m")
+
+        def attempt() -> int:
+            run_against(suite, create_adapter(suite.adapter))
+            return 0
+
+        code = guarded(attempt)
+        assert server.chats() == []
+    assert code == 2
+    assert capsys.readouterr().err.startswith(
+        'ruledrift: error: the suite offers tools, but model "gemma3:270m" does not support tools'
+    )
+
+
+def test_a_suite_with_tools_on_a_model_with_them_opens_and_runs(tmp_path: Path) -> None:
+    with FakeOllama() as server:
+        suite = tools_suite(tmp_path, server.base_url, "llama3.2:1b")
+        result = run_against(suite, create_adapter(suite.adapter))
+    assert result.status == "passed", [p.error for p in result.probes]

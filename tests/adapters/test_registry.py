@@ -67,7 +67,7 @@ class EchoAdapter:
     def __init__(self, config: EchoConfig) -> None:
         self._reply = config.reply
 
-    async def open(self) -> None:
+    async def open(self, *, tools: bool = False) -> None:
         pass
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from ruledrift.app import run_against
 from ruledrift.app.running import run_loop
+from ruledrift.data import Suite, Tool, canonical_json
+from ruledrift.data.location import Location
+from ruledrift.suite.load import load_suite
+from tests.support.recording_adapter import RecordingAdapter
+from tests.support.suites import base_suite, write_suite
 
 
 class Noisy:
@@ -57,3 +65,35 @@ def test_run_loop_passes_exceptions_through() -> None:
 
     with pytest.raises(LookupError, match="from the run"):
         run_loop(fails())
+
+
+# --- the preflight and tools ---------------------------------------------------------------------
+
+
+class LegacyAgent(RecordingAdapter):
+    """An adapter of one's own written before tools existed: `open` takes no keyword."""
+
+    async def open(self) -> None:  # type: ignore[override]
+        self.opened = True
+
+
+def tools_suite(tmp_path: Path) -> Suite:
+    suite = load_suite(write_suite(tmp_path, base_suite()))
+    tool = Tool("lookup", "Look an order up", canonical_json({"type": "object"}), Location(1, 1))
+    return dataclasses.replace(suite, tools=(tool,))
+
+
+def test_the_preflight_is_told_when_the_suite_offers_tools(tmp_path: Path) -> None:
+    agent = RecordingAdapter()
+    assert run_against(tools_suite(tmp_path), agent).status == "passed"
+    assert agent.opened_for_tools
+
+
+def test_an_adapter_without_the_tools_keyword_still_runs_suites_without_tools(
+    tmp_path: Path,
+) -> None:
+    agent = LegacyAgent()
+    suite = load_suite(write_suite(tmp_path, base_suite()))
+    # the type checker says what the docs say: for a suite with tools, `open` needs the keyword
+    assert run_against(suite, agent).status == "passed"  # type: ignore[arg-type]
+    assert agent.opened

@@ -29,7 +29,7 @@ from tests.support.ollama_fake import (
     count_prompt,
     free_port,
 )
-from tests.support.ollama_fake.server import Messages
+from tests.support.ollama_fake.server import Messages, Tools, tokens
 
 pytestmark = pytest.mark.process
 
@@ -40,7 +40,7 @@ def user(text: str) -> dict[str, str]:
     return {"role": "user", "content": text}
 
 
-def chat_body(*messages: Mapping[str, str], **fields: Any) -> dict[str, Any]:
+def chat_body(*messages: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
     return {"model": "llama3.2:1b", "messages": list(messages), "stream": False, **fields}
 
 
@@ -81,11 +81,11 @@ def test_version_tags_and_show(client: httpx.Client) -> None:
     assert tag["modified_at"]
     assert tag["digest"] == FakeModel("qwen3:1.7b").digest  # stable identity
     show = client.post("/api/show", json={"model": "qwen3:1.7b"}).json()
-    assert show["capabilities"] == ["completion", "thinking"]
+    assert show["capabilities"] == ["completion", "tools", "thinking"]
     assert "temperature 0.6" in show["parameters"]
     assert show["template"]
     plain = client.post("/api/show", json={"model": "llama3.2:1b"}).json()
-    assert plain["capabilities"] == ["completion"]
+    assert plain["capabilities"] == ["completion", "tools"]
 
 
 def test_unknown_model_is_404_on_show_and_chat(client: httpx.Client) -> None:
@@ -258,6 +258,139 @@ def test_stop_strings(client: httpx.Client) -> None:
     answer = client.post("/api/chat", json=chat_body(user("x"), options={"stop": [":"]})).json()
     assert answer["message"]["content"] == "You said"
     assert answer["done_reason"] == "stop"
+
+
+# --- tools -----------------------------------------------------------------------------------
+
+REFUND = {
+    "type": "function",
+    "function": {
+        "name": "refund",
+        "description": "Refund an order",
+        "parameters": {
+            "type": "object",
+            "properties": {"order": {"type": "string"}, "amount": {"type": "number"}},
+            "required": ["order", "amount"],
+        },
+    },
+}
+LOOKUP = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+TWO_CALLS = 'call lookup {"order": "A1"}\ncall refund {"order": "A1", "amount": 250}'
+
+
+def test_parallel_tool_calls_as_ollama_sends_them(client: httpx.Client) -> None:
+    body = chat_body(user(TWO_CALLS), tools=[REFUND, LOOKUP])
+    answer = client.post("/api/chat", json=body).json()
+    message = answer["message"]
+    assert message["content"] == ""
+    assert [call["function"] for call in message["tool_calls"]] == [
+        {"index": 0, "name": "lookup", "arguments": {"order": "A1"}},
+        {"index": 1, "name": "refund", "arguments": {"order": "A1", "amount": 250}},
+    ]
+    ids = [call["id"] for call in message["tool_calls"]]  # v0.12.10+: random ids
+    assert all(len(id) == 13 and id.startswith("call_") for id in ids)
+    assert answer["done_reason"] == "stop"
+    generated = 'lookup {"order": "A1"} refund {"order": "A1", "amount": 250}'
+    assert answer["eval_count"] == len(tokens(generated))
+    assert answer["prompt_eval_count"] == count_prompt([user(TWO_CALLS)], [REFUND, LOOKUP])
+    assert answer["prompt_eval_count"] > count_prompt([user(TWO_CALLS)])  # the tools cost tokens
+
+
+def test_servers_before_0_12_10_send_no_call_ids() -> None:
+    for fake in (FakeOllama(version="0.12.9"), FakeOllama(call_ids=False)):
+        with fake as server, httpx.Client(base_url=server.base_url) as client:
+            body = chat_body(user(TWO_CALLS), tools=[REFUND, LOOKUP])
+            calls = client.post("/api/chat", json=body).json()["message"]["tool_calls"]
+            assert [sorted(call) for call in calls] == [["function"], ["function"]]
+
+
+def test_no_tools_no_calls(client: httpx.Client) -> None:
+    """Ollama parses calls only when the request offers tools, and only offered tools here."""
+    plain = client.post("/api/chat", json=chat_body(user(TWO_CALLS))).json()["message"]
+    assert "tool_calls" not in plain
+    assert plain["content"].startswith("You said: call lookup")
+    only_refund = chat_body(user(TWO_CALLS), tools=[REFUND])
+    calls = client.post("/api/chat", json=only_refund).json()["message"]["tool_calls"]
+    assert [call["function"]["name"] for call in calls] == ["refund"]
+    assert calls[0]["function"]["index"] == 0
+
+
+def test_a_model_without_the_tools_capability() -> None:
+    with (
+        FakeOllama(models=["gemma3:270m", FakeModel("qwen3:0.6b", tools=False)]) as server,
+        httpx.Client(base_url=server.base_url) as client,
+    ):
+        for model in ("gemma3:270m", "qwen3:0.6b"):
+            show = client.post("/api/show", json={"model": model}).json()
+            assert "tools" not in show["capabilities"]
+            refused = client.post(
+                "/api/chat", json=chat_body(user("hi"), model=model, tools=[REFUND])
+            )
+            assert refused.status_code == 400
+            assert refused.json() == {
+                "error": f"registry.ollama.ai/library/{model} does not support tools"
+            }
+            fine = client.post("/api/chat", json=chat_body(user("hi"), model=model, tools=[]))
+            assert fine.status_code == 200
+
+
+def test_tool_calls_stream_in_their_own_line(client: httpx.Client) -> None:
+    body = chat_body(user(TWO_CALLS), tools=[REFUND, LOOKUP], stream=True)
+    parts = lines(client.post("/api/chat", json=body))
+    with_calls = [p for p in parts if "tool_calls" in p["message"]]
+    assert len(with_calls) == 1
+    assert with_calls[0]["done"] is False
+    assert with_calls[0]["message"]["content"] == ""
+    assert len(with_calls[0]["message"]["tool_calls"]) == 2
+    assert parts[-1]["done"] is True
+
+
+def test_the_tool_calls_function_sees_messages_and_tools() -> None:
+    seen: list[tuple[int, list[str]]] = []
+
+    def calls(messages: Messages, tools: Tools) -> list[tuple[str, Any]]:
+        seen.append((len(messages), [t["function"]["name"] for t in tools]))
+        return [("lookup", {"order": "B2"})] if messages[-1]["role"] == "user" else []
+
+    with (
+        FakeOllama(tool_calls=calls) as server,
+        httpx.Client(base_url=server.base_url) as client,
+    ):
+        first = client.post("/api/chat", json=chat_body(user("hi"), tools=[LOOKUP])).json()
+        call = first["message"]["tool_calls"][0]
+        history: list[dict[str, Any]] = [
+            user("hi"),
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_name": "lookup", "content": "shipped"},
+        ]
+        second = client.post("/api/chat", json=chat_body(*history, tools=[LOOKUP])).json()
+    assert seen == [(1, ["lookup"]), (3, ["lookup"])]
+    assert second["message"] == {"role": "assistant", "content": "You said: hi"}
+    assert second["prompt_eval_count"] == count_prompt(history, [LOOKUP])
+    assert count_prompt(history) > count_prompt([user("hi"), history[2]]) + 4  # calls count
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("tools", {"name": "refund"}),
+        ("tools", [{"type": "function"}]),
+        ("tools", [{"function": {"name": "x", "parameters": {"type": 1}}}]),
+        ("tool_calls", "refund"),
+        ("tool_calls", [{"function": {"name": "x", "arguments": '{"a": 1}'}}]),
+        ("tool_name", 7),
+    ],
+)
+def test_tool_fields_of_the_wrong_shape_are_400(
+    client: httpx.Client, field: str, value: object
+) -> None:
+    if field == "tools":
+        body = chat_body(user("hi"), tools=value)
+    else:
+        body = chat_body(user("hi"), {"role": "assistant", "content": "", field: value})
+    refused = client.post("/api/chat", json=body)
+    assert refused.status_code == 400
+    assert refused.json()["error"].startswith("json: cannot unmarshal")
 
 
 # --- context size ----------------------------------------------------------------------------

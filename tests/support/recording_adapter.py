@@ -49,10 +49,12 @@ class RecordingAdapter:
     in_flight: int = 0
     most_in_flight: int = 0
     opened: bool = False
+    opened_for_tools: bool = False  # `open(tools=True)`: the suite offers tools
     closed: bool = False
 
-    async def open(self) -> None:
+    async def open(self, *, tools: bool = False) -> None:
         self.opened = True
+        self.opened_for_tools = tools
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
         self.calls.append(Call(tuple(messages), context))

@@ -14,8 +14,10 @@ from tests.support.ollama_fake.server import (
     FakeOllama,
     Fault,
     RecordedRequest,
+    calls_from_prompt,
     count_prompt,
     echo_answer,
+    full_name,
 )
 
 OLLAMA_BIN = Path(__file__).resolve().parent / "bin" / "ollama"
@@ -37,7 +39,9 @@ __all__ = [
     "FakeOllama",
     "Fault",
     "RecordedRequest",
+    "calls_from_prompt",
     "count_prompt",
     "echo_answer",
     "free_port",
+    "full_name",
 ]

@@ -18,6 +18,13 @@ fails with 400 (`truncate: false`, from v0.12.6 on). The `version` decides what 
 as the real releases do: before 0.12.6 `truncate` and `shift` are ignored, before 0.22.0
 `"think": "max"` is refused, and 0.30.0 reports in `prompt_eval_count` only the prompt tokens its
 prefix cache did not hold.
+
+Tools: a request's `tools` need a model with the `tools` capability (every family but gemma3, or
+`FakeModel(tools=…)`), else 400 `<full name> does not support tools`. The model's calls come
+from `tool_calls(messages, tools)` (default `calls_from_prompt`: each `call NAME {json}` line of
+the last user message); it answers them as Ollama does: `content` "", `message.tool_calls`
+`[{"id"?, "function": {"index", "name", "arguments": {…}}}]`, the `id` only from v0.12.10 on
+(`call_ids` overrides the version).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import random
 import re
 import socket
 import sys
@@ -41,6 +49,7 @@ DEFAULT_VERSION = "0.34.2"  # the release the image ships (Dockerfile): its fake
 TRUNCATE_SINCE = (0, 12, 6)  # `truncate` and `shift` honoured
 THINK_MAX_SINCE = (0, 22, 0)  # `"think": "max"` accepted
 NEW_TOKENS_ONLY = (0, 30, 0)  # prompt_eval_count without the cached prefix (fixed in 0.30.1)
+CALL_IDS_SINCE = (0, 12, 10)  # tool calls carry an `id` (809b9c68f, "Add Tool Call ID")
 BUSY = "server busy, please try again.  maximum pending requests exceeded"
 RUNNER_STOPPED = (
     "model runner has unexpectedly stopped, this may be due to resource limitations or an "
@@ -55,6 +64,7 @@ SHIFT_OVERFLOW = (
 TEMPLATE_TOKENS = 4  # per message: `<|start|>`, the role, `<|sep|>` … `<|end|>`
 GENERATION_TOKENS = 3  # `<|start|>`, `assistant`, `<|sep|>`: the header that opens the answer
 THINKING_FAMILIES = ("qwen3", "deepseek-r1", "gpt-oss", "magistral")
+NO_TOOLS_FAMILIES = ("gemma3",)  # their templates never mention tools
 CATALOGUE = ("qwen3:1.7b", "qwen3:0.6b", "llama3.2:1b", "smollm2:135m", "gemma3:270m")
 THINK_LEVELS = ("low", "medium", "high", "max")
 # The JSON type each option must have (api.Options), and Ollama's word for it in its HTTP 500.
@@ -93,6 +103,11 @@ OPTION_TYPES = {
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 Messages = Sequence[Mapping[str, Any]]
 Answer = Callable[[Messages], str]
+Tools = Sequence[Mapping[str, Any]]
+# The calls a model makes, given what it sees and the tools offered: (name, arguments) pairs,
+# the arguments sent as they are (an object, as Ollama sends them); none: it answers in text.
+ToolCalls = Callable[[Messages, Tools], Sequence[tuple[str, Any]]]
+_CALL_LINE = re.compile(r"^call ([\w.-]+) (\{.*\})\s*$", re.MULTILINE)
 
 
 def tokens(text: str) -> list[str]:
@@ -100,20 +115,30 @@ def tokens(text: str) -> list[str]:
 
 
 def render(message: Mapping[str, Any]) -> list[str]:
-    """A message's tokens in the prompt: its words inside TEMPLATE_TOKENS markers."""
+    """A message's tokens in the prompt: its words (and its tool calls' words) inside
+    TEMPLATE_TOKENS markers."""
     words = tokens(str(message.get("content", "")))
+    words += [word for call in message.get("tool_calls") or () for word in call_tokens(call)]
     return ["<|start|>", str(message.get("role")), "<|sep|>", *words, "<|end|>"]
 
 
-def prompt_tokens(messages: Messages) -> list[str]:
-    """The tokens of a rendered chat, the header that opens the answer included."""
+def call_tokens(call: Mapping[str, Any]) -> list[str]:
+    """A tool call's tokens, as a template writes it and as the model generates it."""
+    function = call.get("function") or {}
+    return tokens(f"{function.get('name')} {json.dumps(function.get('arguments') or {})}")
+
+
+def prompt_tokens(messages: Messages, tools: Tools = ()) -> list[str]:
+    """The tokens of a rendered chat, the header that opens the answer included. Tools offered
+    render first, as one message of role `tools` holding their JSON."""
+    offered = render({"role": "tools", "content": json.dumps(list(tools))}) if tools else []
     rendered = [token for message in messages for token in render(message)]
-    return [*rendered, "<|start|>", "assistant", "<|sep|>"]
+    return [*offered, *rendered, "<|start|>", "assistant", "<|sep|>"]
 
 
-def count_prompt(messages: Messages) -> int:
+def count_prompt(messages: Messages, tools: Tools = ()) -> int:
     """Prompt tokens of a rendered chat: what `prompt_eval_count` reports when nothing is cut."""
-    return len(prompt_tokens(messages))
+    return len(prompt_tokens(messages, tools))
 
 
 def release(version: str) -> tuple[int, int, int]:
@@ -136,6 +161,26 @@ def echo_thinking(messages: Messages) -> str:
     return f"The user wrote: {last_user(messages)}. I will answer within my rules."
 
 
+def calls_from_prompt(messages: Messages, tools: Tools) -> list[tuple[str, Any]]:
+    """The default model's tool calls: one per line `call NAME {json arguments}` of the last
+    message, when it is the user's and NAME an offered tool (several lines: parallel calls)."""
+    if not messages or messages[-1].get("role") != "user":
+        return []
+    offered = {tool.get("function", {}).get("name") for tool in tools}
+    found = _CALL_LINE.findall(str(messages[-1].get("content", "")))
+    return [(name, json.loads(arguments)) for name, arguments in found if name in offered]
+
+
+def full_name(name: str) -> str:
+    """`qwen3:1.7b` → `registry.ollama.ai/library/qwen3:1.7b`, as Ollama's errors name a model."""
+    parts = normalize(name).split("/")
+    if len(parts) == 1:
+        parts = ["library", *parts]
+    if len(parts) == 2:
+        parts = ["registry.ollama.ai", *parts]
+    return "/".join(parts)
+
+
 def normalize(name: str) -> str:
     """`qwen3` → `qwen3:latest`, as Ollama names models."""
     return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
@@ -148,11 +193,14 @@ class FakeModel:
     context_length: int = 40960  # trained length: num_ctx is capped at it
     parameters: str = "temperature 0.6\ntop_k 20\ntop_p 0.95"
     format: str = "gguf"  # "safetensors": an MLX model (fixed context, never truncated)
+    tools: bool | None = None  # None: from the family (all but NO_TOOLS_FAMILIES use tools)
 
     def __post_init__(self) -> None:
         self.name = normalize(self.name)
         if self.thinking is None:
             self.thinking = self.family in THINKING_FAMILIES
+        if self.tools is None:
+            self.tools = self.family not in NO_TOOLS_FAMILIES
 
     @property
     def family(self) -> str:
@@ -177,7 +225,8 @@ class FakeModel:
         return hashlib.sha256(self.manifest()).hexdigest()
 
     def capabilities(self) -> list[str]:
-        return ["completion", "thinking"] if self.thinking else ["completion"]
+        """In Ollama's order: completion, tools, thinking (server/images.go)."""
+        return ["completion"] + ["tools"] * bool(self.tools) + ["thinking"] * bool(self.thinking)
 
     @property
     def mlx(self) -> bool:
@@ -234,6 +283,8 @@ class FakeOllama:
         version: str = DEFAULT_VERSION,
         answer: Answer = echo_answer,
         thinking: Answer = echo_thinking,
+        tool_calls: ToolCalls = calls_from_prompt,
+        call_ids: bool | None = None,
         num_ctx: int = 4096,
         latency_s: float = 0.0,
         num_parallel: int = 1,
@@ -245,6 +296,8 @@ class FakeOllama:
     ) -> None:
         self.version, self.answer, self.num_ctx = version, answer, num_ctx
         self.thinking = thinking
+        self.tool_calls, self.call_ids = tool_calls, call_ids
+        self._ids = random.Random()  # Ollama's call ids are random: call_ and 8 of [a-z0-9]
         self.latency_s, self.pull_step_s = latency_s, pull_step_s
         self.store, self.log = store, log
         self.models = {m.name: m for m in map(_model, models)}
@@ -299,6 +352,11 @@ class FakeOllama:
     @property
     def think_levels(self) -> tuple[str, ...]:
         return THINK_LEVELS if release(self.version) >= THINK_MAX_SINCE else THINK_LEVELS[:3]
+
+    @property
+    def gives_call_ids(self) -> bool:
+        """Tool calls carry an `id` (v0.12.10+, unless `call_ids` says otherwise)."""
+        return release(self.version) >= CALL_IDS_SINCE if self.call_ids is None else self.call_ids
 
     @property
     def counts_new_tokens_only(self) -> bool:
@@ -410,9 +468,10 @@ class FakeOllama:
         _check_think(think, self.think_levels)
         if think not in (None, False) and not model.thinking:
             raise _Reply(400, f'"{body["model"]}" does not support thinking')
-        messages = body.get("messages") or []
-        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-            raise _Reply(400, "json: cannot unmarshal messages: expected an array of objects")
+        messages = _messages(body.get("messages"))
+        tools = _tools(body.get("tools"))
+        if tools and not model.tools:  # server/images.go, CheckCapabilities
+            raise _Reply(400, f"{full_name(model.name)} does not support tools")
         options = _options(body.get("options"))
         num_ctx = model.context_length  # MLX: fixed, whatever num_ctx says
         if not model.mlx:
@@ -420,30 +479,52 @@ class FakeOllama:
         load_s = self._load(model, num_ctx)
         if not messages:
             return self._response(model, {"content": ""}, "load", 0, 0, load_s)
-        seen = self._fit(model, messages, num_ctx, body)
-        prompt = prompt_tokens(seen)
+        seen = self._fit(model, messages, tools, num_ctx, body)
+        prompt = prompt_tokens(seen, tools)
         with self._slot():
             time.sleep(self.latency_s)
-            content = self.answer(seen)
+            calls = self._calls(seen, tools) if tools else []
+            content = "" if calls else self.answer(seen)
         thinking = None
         if model.thinking and think in (None, True, *THINK_LEVELS):
             thinking = self.thinking(seen)
         honoured = self.honours_truncate or model.mlx
         room = num_ctx - len(prompt) if body.get("shift") is False and honoured else None
         content, reason = _limit(content, options, room)
-        message = {"content": content} | ({"thinking": thinking} if thinking else {})
-        generated = [*tokens(thinking or ""), *tokens(content)]
+        message: dict[str, Any] = {"content": content}
+        message |= {"thinking": thinking} if thinking else {}
+        message |= {"tool_calls": calls} if calls else {}
+        called = [word for call in calls for word in call_tokens(call)]
+        generated = [*tokens(thinking or ""), *tokens(content), *called]
         evaluated = self._evaluated(prompt, generated)
         return self._response(
             model, message, reason, min(evaluated, num_ctx), len(generated), load_s
         )
 
+    def _calls(self, seen: Messages, tools: Tools) -> list[dict[str, Any]]:
+        """The model's tool calls as Ollama sends them: `index` counts the answer's calls, and
+        from v0.12.10 each has a random `id`."""
+        calls = []
+        for index, (name, arguments) in enumerate(self.tool_calls(seen, tools)):
+            call: dict[str, Any] = {}
+            if self.gives_call_ids:
+                alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+                call["id"] = "call_" + "".join(self._ids.choices(alphabet, k=8))
+            call["function"] = {"index": index, "name": name, "arguments": arguments}
+            calls.append(call)
+        return calls
+
     def _fit(
-        self, model: FakeModel, messages: Messages, num_ctx: int, body: Mapping[str, Any]
+        self,
+        model: FakeModel,
+        messages: Messages,
+        tools: Tools,
+        num_ctx: int,
+        body: Mapping[str, Any],
     ) -> Messages:
         """What the model sees: whole messages dropped from the front until the prompt fits,
-        the system messages among them kept (server/prompt.go)."""
-        needed = count_prompt(messages)
+        the system messages among them kept, and the tools always (server/prompt.go)."""
+        needed = count_prompt(messages, tools)
         if needed <= num_ctx:
             return messages
         if model.mlx:  # never truncated (x/mlxrunner/pipeline.go)
@@ -466,12 +547,13 @@ class FakeOllama:
             (
                 i
                 for i in range(len(messages))
-                if count_prompt(_kept(messages, i)) <= num_ctx or i == len(messages) - 1
+                if count_prompt(_kept(messages, i), tools) <= num_ctx or i == len(messages) - 1
             ),
             0,
         )
         seen = _kept(messages, start)
-        if count_prompt(seen) > num_ctx and body.get("shift") is False and self.honours_truncate:
+        too_long = count_prompt(seen, tools) > num_ctx
+        if too_long and body.get("shift") is False and self.honours_truncate:
             raise _Reply(400, SHIFT_OVERFLOW)
         return seen
 
@@ -510,7 +592,7 @@ class FakeOllama:
     def _response(
         self,
         model: FakeModel,
-        message: Mapping[str, str],
+        message: Mapping[str, Any],
         reason: str,
         prompt: int,
         generated: int,
@@ -559,6 +641,56 @@ def _common_prefix(one: list[str], other: list[str]) -> int:
             break
         count += 1
     return count
+
+
+def _messages(messages: object) -> list[Mapping[str, Any]]:
+    """The request's messages as Go's encoding/json reads them into api.Message, or its 400:
+    a call's `arguments` must be an object (ToolCallFunctionArguments), `tool_name` a string."""
+    if messages is None:
+        return []
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise _Reply(400, "json: cannot unmarshal messages: expected an array of objects")
+    for message in messages:
+        calls = message.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise _Reply(400, _unmarshal(calls, "Message.messages.tool_calls", "[]api.ToolCall"))
+        for call in calls or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict) or not _string_or_null(function.get("name")):
+                raise _Reply(400, _unmarshal(call, "Message.messages.tool_calls", "api.ToolCall"))
+            if function.get("arguments") is not None and not isinstance(
+                function["arguments"], dict
+            ):
+                raise _Reply(400, _unmarshal(function["arguments"], "arguments", "map"))
+        if not _string_or_null(message.get("tool_name")):
+            raise _Reply(400, _unmarshal(message["tool_name"], "Message.tool_name", "string"))
+    return messages
+
+
+def _string_or_null(value: object) -> bool:
+    """What Go reads into a string field: a string, or null (left empty)."""
+    return value is None or isinstance(value, str)
+
+
+def _tools(tools: object) -> list[Mapping[str, Any]]:
+    """The request's `tools` as Go reads them into api.Tools, or its 400."""
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise _Reply(400, _unmarshal(tools, "ChatRequest.tools", "api.Tools"))
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise _Reply(400, _unmarshal(tool, "ChatRequest.tools", "api.Tool"))
+        parameters = function.get("parameters", {})
+        if not isinstance(parameters, dict) or not isinstance(parameters.get("type", ""), str):
+            raise _Reply(400, _unmarshal(parameters, "ToolFunction.parameters", "object"))
+    return tools
+
+
+def _unmarshal(value: object, field: str, go_type: str) -> str:
+    kind = {bool: "bool", str: "string", list: "array", dict: "object"}.get(type(value), "number")
+    return f"json: cannot unmarshal {kind} into Go struct field {field} of type {go_type}"
 
 
 def _options(options: object) -> Mapping[str, Any]:
@@ -854,6 +986,7 @@ def _chat_lines(answer: Mapping[str, Any], fault: Fault | None) -> Iterator[dict
     message = answer["message"]
     pieces = [("thinking", p) for p in _pieces(message.get("thinking", ""))]
     pieces += [("content", p) for p in _pieces(message["content"])]
+    pieces += [("tool_calls", message["tool_calls"])] if message.get("tool_calls") else []
     stop_at = len(pieces) // 2 if fault is not None else None
     for number, (kind, piece) in enumerate(pieces):
         if number == stop_at:
