@@ -96,7 +96,7 @@ from ruledrift.jsondoc.positions import pointer_of
 from ruledrift.jsondoc.schema_messages import context, findings, show
 from ruledrift.results import fields
 from ruledrift.results.fields import reader
-from ruledrift.results.findings import TEXT_FLAGS
+from ruledrift.results.findings import TEXT_FLAGS, answered_turns
 from ruledrift.results.json_report import REPORT_VERSION, summary_values
 from ruledrift.run.verdicts import identical_reason, runs_identical
 from ruledrift.suite.load import schema_text
@@ -1049,9 +1049,8 @@ def _prompts(
     no transcript (no `--include-responses`): that flag is lost."""
     prompts = [f"[not in the report: the prompt of probe {p['id']}]" for p in probes]
     asked: dict[str, set[str]] = {}
-    for question, answer in itertools.pairwise(transcript):
-        if answer.role == "assistant":
-            asked.setdefault(answer.content, set()).add(question.content)
+    for question, answer in answered_turns(transcript):
+        asked.setdefault(answer.content, set()).add(question.content)
     answers: dict[str, list[int]] = {}
     for index, text in enumerate(texts):
         if text is not None and text.strip():

@@ -26,6 +26,7 @@ from ruledrift.data import (
     RunStatus,
     ScenarioResult,
     ShardInfo,
+    ToolCall,
     ToolUse,
     VerdictPolicy,
 )
@@ -934,3 +935,28 @@ def test_shards_with_tool_calls_merge_to_the_unsharded_report() -> None:
     got = json.loads(render_json(merged, include_responses=True))
     assert got["scenarios"] == expected["scenarios"]
     assert tool_uses(merged) == tool_uses(reload(whole, include_responses=True))
+
+
+def test_flags_beside_background_tool_exchanges_come_back() -> None:
+    """A background turn's final answer answered its user message, not the tool result before
+    it: the reader pairs them as `findings` does, so the flags come back as recorded."""
+    call = ToolCall("call_1", "lookup_order", '{"order_id": "A1"}')
+    exchange = (
+        Message("user", "Where is order A1?"),
+        Message("assistant", "", tool_calls=(call,)),
+        Message("tool", '{"status": "shipped"}', tool_call_id="call_1", tool_name="lookup_order"),
+        Message("assistant", "Order A1 has shipped."),
+    )
+    asked_again = Probe("asked-again", BE_POLITE, 1, "Where is order A1?", (), NOWHERE)
+    scenarios = []
+    for name, probe in (("consistent", asked_again), ("echoed", factories.probe("echo"))):
+        made = factories.scenario_result(name, (passed_with(probe, "Order A1 has shipped."),), 4)
+        scenarios.append(replace(made, transcript=(made.transcript[0], *exchange)))
+    base = factories.run_result()
+    original = replace(
+        base,
+        suite=replace(base.suite, scenarios=tuple(s.scenario for s in scenarios)),
+        scenarios=tuple(scenarios),
+    )
+    assert flags(original) == {"echo": ("identical-answer",)}
+    assert flags(reload(original, include_responses=True)) == flags(original)
