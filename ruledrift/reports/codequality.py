@@ -1,6 +1,7 @@
 """The GitLab Code Quality report (`--codequality`): one issue per probe that did not pass, on
-the probe's line of the suite, so a merge request shows it in the diff (GitLab's counterpart of
-a GitHub annotation). See docs/gitlab-ci.md.
+the probe's line of the suite (a failed tool assertion's own line, when it failed on one), so
+a merge request shows it in the diff (GitLab's counterpart of a GitHub annotation). See
+docs/gitlab-ci.md.
 
 The format is the subset of Code Climate's that GitLab reads: a JSON array of
 `{description, check_name, fingerprint, severity, location: {path, lines: {begin}}}`. The
@@ -17,6 +18,7 @@ import os
 from pathlib import Path
 
 from ruledrift.data import ProbeResult, RunResult, Severity
+from ruledrift.results.findings import failed_location
 from ruledrift.text import preview
 
 DESCRIPTION_MAX_CHARS = 1000
@@ -68,10 +70,11 @@ def _issue(path: str, scenario: str, result: ProbeResult) -> dict[str, object]:
         description = f"RuleDrift: {where} could not be run: {result.error or 'error'}"
         severity = ERROR_SEVERITY[rule.severity]
     identity = "\0".join((path, scenario, probe.id, rule.id, result.status))
+    line = (failed_location(result) or probe.location).line
     return {
         "description": preview(description, DESCRIPTION_MAX_CHARS),
         "check_name": f"ruledrift/{rule.id}",
         "fingerprint": hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest(),
         "severity": severity,
-        "location": {"path": path, "lines": {"begin": probe.location.line}},
+        "location": {"path": path, "lines": {"begin": line}},
     }

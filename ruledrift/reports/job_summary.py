@@ -22,6 +22,8 @@ from ruledrift.reports.sentences import (
     pairing_words,
     policy_rule,
     run_verdict,
+    runs_ran_out,
+    tool_calls_line,
     variant_words,
     variants_heading,
 )
@@ -42,7 +44,7 @@ from ruledrift.results.findings import (
 )
 from ruledrift.results.variants import read_variants, variant_curves
 from ruledrift.stats import PassRate
-from ruledrift.text import markdown_inline, repair_surrogates
+from ruledrift.text import markdown_inline, repair_surrogates, terminal_safe
 
 SUMMARY_MAX_BYTES = 900 * 1024  # GitHub drops a step summary over 1 MiB
 SUMMARY_MIN_BYTES = 32 * 1024  # less room than this left in the file: no summary at all
@@ -291,10 +293,22 @@ def _failed(result: RunResult) -> _Table:
             if probe.status == "vacuous" and probe.control is not None:
                 checks = probe.control.failed_assertions
                 why = [f"its control failed: {a.message}" for a in checks] or why
+            why += _tool_words(probe)
             cells = [*_cells(scenario.scenario.id, probe), "<br>".join(map(markdown, why))]
             rows.append(_row(cells))
     columns = ["Scenario", "Probe", "Rule", "Severity", "After turn", "Result", "Why"]
     return _Table("### Failed and errored probes\n\n", columns, rows, "failed or errored probes")
+
+
+def _tool_words(result: ProbeResult) -> list[str]:
+    """The calls of the probe's turn in one line (`tools: lookup_order (round 1); 2 rounds`),
+    and with repeats how many runs ran out of tool rounds; nothing for a turn without calls."""
+    words = []
+    tools = result.tools
+    if tools is not None and (tools.calls or tools.ran_out):
+        words.append(f"tools: {tool_calls_line(tools, terminal_safe)}")
+    out = runs_ran_out(result)
+    return [*words, out] if out else words
 
 
 def _grid(result: RunResult) -> _Table:
@@ -538,12 +552,21 @@ def _names(curves: list[RuleDrift]) -> str:
 
 
 def _all(result: RunResult) -> _Table:
+    """Every probe; a column of each probe's tool calls when the suite offers tools."""
+    tools = any(p.tools is not None for p in result.probes)
     rows = [
-        _row([*_cells(s.scenario.id, p), f"{p.duration_ms / 1000:.2f} s"])
+        _row(
+            [
+                *_cells(s.scenario.id, p),
+                f"{p.duration_ms / 1000:.2f} s",
+                *(["<br>".join(map(markdown, _tool_words(p))) or "—"] if tools else []),
+            ]
+        )
         for s in result.scenarios
         for p in s.probes
     ]
     columns = ["Scenario", "Probe", "Rule", "Severity", "After turn", "Result", "Duration"]
+    columns += ["Tool calls"] if tools else []
     table = _Table("", columns, rows, "probes")
     table.opening = f"<details>\n<summary>All {len(rows)} probes</summary>\n\n"
     table.closing = "</details>\n\n"

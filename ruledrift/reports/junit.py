@@ -12,10 +12,17 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 import ruledrift
-from ruledrift.data import ProbeResult, Response, RunResult, ScenarioResult, Status
-from ruledrift.reports.sentences import IDENTICAL_RUNS
+from ruledrift.data import ProbeResult, Response, RunResult, ScenarioResult, Status, ToolUse
+from ruledrift.reports.sentences import (
+    IDENTICAL_RUNS,
+    OUTCOME_TEXT,
+    RAN_OUT,
+    ran_out_words,
+    runs_ran_out,
+    tool_calls_line,
+)
 from ruledrift.results.findings import probe_flags, rule_stories, search_lines
-from ruledrift.text import xml_safe
+from ruledrift.text import terminal_safe, xml_safe
 
 
 def render_junit(result: RunResult, *, include_responses: bool) -> bytes:
@@ -129,6 +136,7 @@ def _testcase(
         f"probe {probe.id}: rule {rule.id} ({rule.severity}), "
         f"asked after background turn {probe.after_turn}"
     )
+    context += "".join(f"\n{line}" for line in _tools_summary(result))
     runs = _runs_summary(result)
     if result.status == "failed":
         messages = [a.message for a in result.failed_assertions] or ["the probe failed"]
@@ -165,9 +173,54 @@ def _testcase(
         error_message = result.error or "the probe could not be run"
         error = ET.SubElement(case, "error", message=error_message, type="error")
         error.text = "\n".join([error_message, "", context, *runs])
-    if include_responses and result.response is not None:
-        ET.SubElement(case, "system-out").text = result.response.text
+    out = _system_out(result, include_responses)
+    if out is not None:
+        ET.SubElement(case, "system-out").text = out
     return case
+
+
+def _system_out(result: ProbeResult, include_responses: bool) -> str | None:
+    """The answer (with `include_responses`), alone as it always was; for a turn that made tool
+    calls, each call first, then the answer after `answer:`."""
+    answer = result.response.text if include_responses and result.response else None
+    calls = _tool_call_lines(result.tools, include_responses)
+    if not calls:
+        return answer
+    return "\n".join(calls if answer is None else [*calls, "", "answer:", answer])
+
+
+def _tools_summary(result: ProbeResult) -> list[str]:
+    """Under a failure's or an error's context: the turn's calls in one line, and with repeats
+    how many runs ran out of tool rounds."""
+    lines = []
+    tools = result.tools
+    if tools is not None and (tools.calls or tools.ran_out):
+        lines.append(f"tools: {tool_calls_line(tools, terminal_safe)}")
+    out = runs_ran_out(result)
+    return [*lines, out] if out else lines
+
+
+def _tool_call_lines(tools: ToolUse | None, include_responses: bool) -> list[str]:
+    """`tool calls: 2 over 3 rounds`, then a line per call: its round, tool, arguments' hash and
+    length, how it was answered and why its arguments are not valid (the name and the problem
+    on that one line, their control characters and line breaks shown as escapes); with
+    `include_responses`, the arguments' text below, each of its lines indented."""
+    if tools is None or not (tools.calls or tools.ran_out):
+        return []
+    rounds = f"{tools.rounds} round{'' if tools.rounds == 1 else 's'}"
+    head = f"tool calls: {len(tools.calls)} over {rounds}"
+    lines = [f"{head}; {ran_out_words(tools)}" if tools.ran_out else head]
+    for call in tools.calls:
+        line = (
+            f"round {call.round}: {terminal_safe(call.name)}: arguments sha256 {call.sha256}, "
+            f"{call.length} characters: {OUTCOME_TEXT[call.outcome]}"
+        )
+        if call.problem is not None:
+            line += f"; invalid arguments: {terminal_safe(call.problem)}"
+        lines.append(line)
+        if include_responses:
+            lines.append("  arguments: " + "\n    ".join(call.arguments.splitlines() or [""]))
+    return lines
 
 
 def _runs_summary(result: ProbeResult) -> list[str]:
@@ -178,15 +231,16 @@ def _runs_summary(result: ProbeResult) -> list[str]:
     if result.identical_runs:
         lines[-1] += f", {IDENTICAL_RUNS}"
     for run in result.runs:
+        out = f" ({RAN_OUT})" if run.tools is not None and run.tools.ran_out else ""
         if run.status == "failed":
             why = "; ".join(a.message for a in run.failed_assertions) or "failed"
-            lines.append(f"run {run.run}: failed: {why}")
+            lines.append(f"run {run.run}: failed: {why}{out}")
         elif run.status == "error":
-            lines.append(f"run {run.run}: error: {run.error or 'could not be run'}")
+            lines.append(f"run {run.run}: error: {run.error or 'could not be run'}{out}")
         elif run.status == "vacuous":
             checks = run.control.failed_assertions if run.control else ()
             why = "; ".join(a.message for a in checks) or "failed"
-            lines.append(f"run {run.run}: vacuous: its control failed: {why}")
+            lines.append(f"run {run.run}: vacuous: its control failed: {why}{out}")
     return lines
 
 

@@ -12,9 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ruledrift.data import ProbeResult, RunResult, Status, combined_status
+from ruledrift.data import (
+    ProbeResult,
+    RunResult,
+    Status,
+    ToolCallOutcome,
+    ToolCallRecord,
+    ToolUse,
+    combined_status,
+)
 from ruledrift.results.findings import DriftCell, policy_cap, runs_not_made
 from ruledrift.results.variants import PairingPlan, VariantProbe, VariantsReading
+from ruledrift.text import cut_text
 
 # Why a run has its status, after the status's word ("failed: the target broke a rule").
 REASONS: dict[Status, str] = {
@@ -116,6 +125,68 @@ def policy_rule(result: RunResult, code: Callable[[str], str] = str) -> str:
     if policy.min_pass_rate is not None:
         return f"{option}: a probe passes when at least {policy.min_pass_rate:.0%} of its runs pass"
     return f"{option}: a probe passes only if every run passes"
+
+
+# --- tool calls ------------------------------------------------------------------------------
+
+TOOL_CALLS_LISTED = 10  # calls a compact line names; the rest are counted
+TOOL_NAME_MAX_CHARS = 100  # of a tool's name in a line (a model may write any name)
+RAN_OUT = "ran out of tool rounds"
+# How a call was answered, in a call's own line (`ToolCallOutcome`)
+OUTCOME_TEXT: dict[ToolCallOutcome, str] = {
+    "result": "the mock's result",
+    "error": "the mock's error result",
+    "unknown-tool": "unknown tool (not declared)",
+    "unmatched": "no case of its mock matched",
+    "not-run": "not run (the rounds ran out)",
+    "reported": "run by the agent (reported)",
+}
+# The same, in a compact line: nothing for a call answered as asked
+_OUTCOME_NOTE: dict[ToolCallOutcome, str] = {
+    "result": "",
+    "reported": "",
+    "error": "error result",
+    "unknown-tool": "unknown tool",
+    "unmatched": "no mock case matched",
+    "not-run": "not run",
+}
+
+
+def ran_out_words(tools: ToolUse) -> str:
+    """`ran out of tool rounds (maxToolRounds 4)`: a turn that ran out took every round the
+    suite allows, so `rounds` is the suite's `maxToolRounds` (which a saved report lacks)."""
+    return f"{RAN_OUT} (maxToolRounds {tools.rounds})"
+
+
+def tool_calls_line(tools: ToolUse, name: Callable[[str], str] = str) -> str:
+    """A turn's calls in one line: `lookup_order (round 1), refund (round 2, unknown tool); 3
+    rounds`, or `…; ran out of tool rounds (maxToolRounds 4)`; `no tool calls; 1 round` for a
+    turn without any. `name` sets a tool's name (from the model: hostile) in the renderer's
+    type and escapes it; the other words are fixed."""
+    listed = [_call_words(call, name) for call in tools.calls[:TOOL_CALLS_LISTED]]
+    left = len(tools.calls) - TOOL_CALLS_LISTED
+    if left > 0:
+        listed.append(f"and {left} more")
+    calls = ", ".join(listed) or "no tool calls"
+    rounds = f"{tools.rounds} round{'' if tools.rounds == 1 else 's'}"
+    ending = ran_out_words(tools) if tools.ran_out else rounds
+    return f"{calls}; {ending}"
+
+
+def _call_words(call: ToolCallRecord, name: Callable[[str], str]) -> str:
+    notes = [f"round {call.round}"]
+    if call.problem is not None:
+        notes.append("invalid arguments")
+    if _OUTCOME_NOTE[call.outcome]:
+        notes.append(_OUTCOME_NOTE[call.outcome])
+    return f"{name(cut_text(call.name, TOOL_NAME_MAX_CHARS))} ({', '.join(notes)})"
+
+
+def runs_ran_out(probe: ProbeResult) -> str | None:
+    """With repeats, when some runs ran out of tool rounds: `2 of 5 runs ran out of tool
+    rounds`; None when none did."""
+    out = sum(1 for run in probe.runs if run.tools is not None and run.tools.ran_out)
+    return f"{out} of {len(probe.runs)} runs {RAN_OUT}" if out else None
 
 
 def variants_heading(reading: VariantsReading) -> str:

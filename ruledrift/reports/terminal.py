@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ruledrift.data import ProbeResult, RunResult, ScenarioResult, Status
+from ruledrift.data import ProbeResult, RunResult, ScenarioResult, Status, ToolUse
 from ruledrift.reports.sentences import (
     counts,
     pairing_words,
     run_verdict,
     runs_passed,
+    runs_ran_out,
+    tool_calls_line,
     variant_words,
     variants_heading,
 )
@@ -234,12 +236,29 @@ def _probe_lines(
     lines.extend(f"{indent}- {terminal_safe(a.message)}" for a in result.failed_assertions)
     if result.error:
         lines.append(indent + _error_line(scenario, result.error, errors, probe.id))
+    lines += _tool_lines(result, indent)
     lines.extend(f"{indent}! suspicious: {FLAG_TEXT[f]}" for f in probe_flags(scenario, result))
     shown = options.responses or (options.previews and result.status != "passed")
     if shown and result.response is not None:
         lines.append(f"{indent}answer: {preview(result.response.text)}")
     lines += _control_lines(result, indent, shown)
     return lines
+
+
+def _tools_line(tools: ToolUse | None, indent: str, lead: str = "tools") -> list[str]:
+    """`tools: lookup_order (round 1), refund (round 2); 3 rounds` for a turn that made calls
+    (or ran out of rounds), the names made terminal-safe."""
+    if tools is None or not (tools.calls or tools.ran_out):
+        return []
+    return [f"{indent}{lead}: {tool_calls_line(tools, terminal_safe)}"]
+
+
+def _tool_lines(result: ProbeResult, indent: str) -> list[str]:
+    """The calls of the run the verdict rests on and, with repeats, how many runs ran out of
+    tool rounds."""
+    lines = _tools_line(result.tools, indent)
+    out = runs_ran_out(result)
+    return [*lines, f"{indent}{out}"] if out else lines
 
 
 def _control_lines(result: ProbeResult, indent: str, shown: bool) -> list[str]:
@@ -256,6 +275,7 @@ def _control_lines(result: ProbeResult, indent: str, shown: bool) -> list[str]:
         lines += [
             f"{indent}- control: {terminal_safe(a.message)}" for a in control.failed_assertions
         ]
+        lines += _tools_line(control.tools, indent, "control tools")
     if shown and control.response is not None:
         lines.append(f"{indent}control answer: {preview(control.response.text)}")
     return lines

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from ruledrift.data import ProbeResult, RunResult, Severity
+from ruledrift.results.findings import failed_location
 from ruledrift.text import cut_text, escape_data, escape_property, repair_surrogates
 
 ANNOTATIONS_PER_LEVEL = 10  # GitHub keeps the first 10 errors, warnings and notices of a step
@@ -107,7 +108,11 @@ def _annotation(scenario: str, result: ProbeResult, file: str) -> str:
     else:
         title = f"RuleDrift: {name} could not be run (rule {rule}, after turn {turn})"
         message = result.error or ""
-    properties: dict[str, str | int] = {"file": file, "line": probe.location.line, "title": title}
+    properties: dict[str, str | int] = {"file": file, "line": probe.location.line}
+    located = failed_location(result)
+    if located is not None:
+        properties |= {"line": located.line, "col": located.column}
+    properties["title"] = title
     message = cut_text(message or result.status, MESSAGE_MAX_CHARS)
     return workflow_command(LEVELS[probe.rule.severity], message, properties)
 

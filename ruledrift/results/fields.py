@@ -175,6 +175,17 @@ MESSAGE = _fields(  # Message
     ("role", "role"),
     ("content", "content"),
     Field("recorded", "recorded", optional=True),  # true when from the history (else left out)
+    Field("toolCalls", "tool_calls", optional=True),  # an assistant message's, when it has any
+    Field("toolCallId", "tool_call_id", optional=True),  # a `tool` message's
+    Field("toolName", "tool_name", optional=True),  # a `tool` message's
+    Field("scripted", "scripted", optional=True),  # true when the suite authored it (else left out)
+)
+MESSAGE_CALL = _fields(  # ToolCall, in a transcript's assistant message
+    ("id", "id"),
+    ("tool", "name"),
+    ("argumentsSha256", "sha256"),
+    ("argumentsLength", "length"),
+    Field("arguments", "arguments", optional=True),  # with the answers only
 )
 PROBE = _fields(  # ProbeResult
     ("id", "id"),
@@ -194,6 +205,7 @@ PROBE = _fields(  # ProbeResult
     Field("paraphrases", "paraphrases", optional=True),
     Field("flags", "flags", optional=True),
     Field("control", "control", optional=True),  # a probe with a control that was asked
+    Field("tools", "tools", optional=True),  # a suite with tools: the evidence run's calls
 )
 RUN = _fields(  # ProbeRun
     ("run", "run"),
@@ -205,6 +217,7 @@ RUN = _fields(  # ProbeRun
     ("prompt", "prompt"),
     ("seed", "seed"),
     Field("control", "control", optional=True),
+    Field("tools", "tools", optional=True),  # a suite with tools: this run's calls
 )
 CONTROL = _fields(  # ControlRun
     ("status", "status"),
@@ -212,6 +225,17 @@ CONTROL = _fields(  # ControlRun
     ("assertions", "assertions"),
     ("response", "response"),
     ("error", "error"),
+    Field("tools", "tools", optional=True),  # a suite with tools: the control's calls
+)
+TOOL_USE = _fields(("rounds", "rounds"), ("ranOut", "ran_out"), ("calls", "calls"))  # ToolUse
+TOOL_CALL = _fields(  # ToolCallRecord
+    ("round", "round"),
+    ("tool", "name"),
+    ("argumentsSha256", "sha256"),
+    ("argumentsLength", "length"),
+    ("outcome", "outcome"),
+    Field("problem", "problem", optional=True),  # arguments that are not valid
+    Field("arguments", "arguments", optional=True),  # with the answers only
 )
 PASS_RATE = _fields(  # PassRate
     ("passes", "passes"),
@@ -291,9 +315,12 @@ OBJECTS: Mapping[str, tuple[Field, ...]] = {
     "history": HISTORY,
     "search": SEARCH,
     "message": MESSAGE,
+    "messageCall": MESSAGE_CALL,
     "probe": PROBE,
     "run": RUN,
     "control": CONTROL,
+    "toolUse": TOOL_USE,
+    "toolCall": TOOL_CALL,
     "passRate": PASS_RATE,
     "paraphrase": PARAPHRASE,
     "assertion": ASSERTION,

@@ -26,14 +26,15 @@ everywhere the result is shown, never silently counted.
 from __future__ import annotations
 
 import dataclasses
-import itertools
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from ruledrift.checks.answers import refusal_language
 from ruledrift.checks.fluent import not_fluent
 from ruledrift.data import (
+    Location,
+    Message,
     ProbeResult,
     Rule,
     RunResult,
@@ -308,7 +309,7 @@ def _first_refused_turn(scenario: ScenarioResult) -> int | None:
 
 
 def _find_first_refused_turn(scenario: ScenarioResult) -> int | None:
-    answers = [m.content for m in scenario.transcript if m.role == "assistant"]
+    answers = [answer.content for _, answer in answered_turns(scenario.transcript)]
     history = scenario.scenario.history
     recorded = history.turns if history is not None and history.mode == "replay" else 0
     turns = range(recorded + 1, len(answers) + 1)  # a replayed answer is not the target's
@@ -365,10 +366,21 @@ def _index_prompts_by_answer(scenario: ScenarioResult) -> dict[str, set[str]]:
     for other in scenario.probes:
         if other.response is not None:
             index.setdefault(other.response.text, set()).add(other.probe.prompt)
-    for asked, answer in itertools.pairwise(scenario.transcript):
-        if answer.role == "assistant":
-            index.setdefault(answer.content, set()).add(asked.content)
+    for asked, answer in answered_turns(scenario.transcript):
+        index.setdefault(answer.content, set()).add(asked.content)
     return index
+
+
+def answered_turns(transcript: Sequence[Message]) -> Iterator[tuple[Message, Message]]:
+    """Each background turn's final answer (an assistant message that asks for no tool call),
+    with the message it answers: the user's (or system's) message before it, across the tool
+    exchange in between (the answers that asked for calls, the calls' results)."""
+    asked: Message | None = None
+    for message in transcript:
+        if message.role in ("user", "system"):
+            asked = message
+        elif message.role == "assistant" and not message.tool_calls and asked is not None:
+            yield asked, message
 
 
 def _was_cut(metadata: Mapping[str, object]) -> bool:
@@ -733,3 +745,12 @@ def independence_warnings(result: RunResult) -> list[str]:
         f"{share_words(odds.red_when_holding)} (docs/statistics.md)"
     )
     return [f"the runs may not be independent: {caveat.text}" for caveat in caveats] + [cost]
+
+
+def failed_location(result: ProbeResult) -> Location | None:
+    """Where the first failed assertion of a failed probe that knows its place stands in the
+    suite (a tool assertion's line and column), for an annotation to point at instead of the
+    probe; None: point at the probe."""
+    if result.status != "failed":
+        return None
+    return next((a.location for a in result.failed_assertions if a.location is not None), None)

@@ -82,6 +82,9 @@ from ruledrift.data import (
     ShardInfo,
     Suite,
     TargetInfo,
+    ToolCall,
+    ToolCallRecord,
+    ToolUse,
     Variant,
     VariantResult,
     VerdictPolicy,
@@ -93,7 +96,7 @@ from ruledrift.jsondoc.positions import pointer_of
 from ruledrift.jsondoc.schema_messages import context, findings, show
 from ruledrift.results import fields
 from ruledrift.results.fields import reader
-from ruledrift.results.findings import TEXT_FLAGS
+from ruledrift.results.findings import TEXT_FLAGS, answered_turns
 from ruledrift.results.json_report import REPORT_VERSION, summary_values
 from ruledrift.run.verdicts import identical_reason, runs_identical
 from ruledrift.suite.load import schema_text
@@ -137,6 +140,9 @@ _read_summary = reader(fields.SUMMARY)
 _read_target = reader(fields.TARGET)
 _read_tool = reader(fields.TOOL)
 _read_variant = reader(fields.VARIANT_RESULT)
+_read_message_call = reader(fields.MESSAGE_CALL)
+_read_tool_use = reader(fields.TOOL_USE)
+_read_tool_call = reader(fields.TOOL_CALL)
 
 
 @dataclass(frozen=True)
@@ -220,6 +226,8 @@ def _checked(data: object, source: str, text: str | None) -> SavedReport:
     _refuse(source, report, text, "a rule with two severities", _severity_problems(report))
     variants = _variant_problems(report)
     _refuse(source, report, text, "its variants do not match its probes (edited?)", variants)
+    rounds = _round_problems(report)
+    _refuse(source, report, text, "a tool call in a round its turn did not take (edited?)", rounds)
     saved = _build(report)
     summary = _disagreements(saved.result, report)
     _refuse(source, report, text, "its summary does not match its probes (edited?)", summary)
@@ -721,6 +729,48 @@ def _variant_problems(report: dict[str, Any]) -> list[_Problem]:
     return problems
 
 
+def _round_problems(report: dict[str, Any]) -> list[_Problem]:
+    """Each tool call was asked for in a round of its turn (`round` at most `rounds`): the
+    reports name the round beside the call."""
+    problems = []
+    for path, tools in _tool_uses(report):
+        for k, call in enumerate(tools["calls"]):
+            if call["round"] > tools["rounds"]:
+                message = f"round {call['round']}, but the turn took {tools['rounds']} round(s)"
+                problems.append(_at((*path, "calls", k, "round"), message))
+    return problems
+
+
+_Path = tuple[str | int, ...]
+
+
+def _tool_uses(report: dict[str, Any]) -> Iterator[tuple[_Path, dict[str, Any]]]:
+    """Every `tools` object of the report (a probe's, a run's, a control's) and its path."""
+    for i, scenario in enumerate(report["scenarios"]):
+        groups: list[tuple[_Path, dict[str, Any]]] = [(("scenarios", i), scenario)]
+        groups += [
+            (("scenarios", i, "variants", j), v) for j, v in enumerate(scenario.get("variants", ()))
+        ]
+        for where, group in groups:
+            for j, probe in enumerate(group["probes"]):
+                turns: list[tuple[_Path, dict[str, Any]]] = [((*where, "probes", j), probe)]
+                turns += [
+                    ((*where, "probes", j, "runs", k), r)
+                    for k, r in enumerate(probe.get("runs", ()))
+                ]
+                for path, turn in turns:
+                    yield from _turn_tools(path, turn)
+
+
+def _turn_tools(path: _Path, turn: dict[str, Any]) -> Iterator[tuple[_Path, dict[str, Any]]]:
+    """A probe's or a run's `tools`, and its control's."""
+    if "tools" in turn:
+        yield (*path, "tools"), turn["tools"]
+    control = turn.get("control")
+    if control is not None and "tools" in control:
+        yield (*path, "control", "tools"), control["tools"]
+
+
 def _severities(report: dict[str, Any]) -> Iterator[tuple[str, Severity, tuple[str | int, ...]]]:
     """Each rule id with a severity and where, in the suite's order (`rules` lists them so; a
     rule only a probe names comes after)."""
@@ -871,7 +921,7 @@ def _scenario(
 ) -> ScenarioResult:
     values = _read_scenario(rendered)
     messages = values.get("transcript", [])
-    transcript = tuple(Message(**_read_message(m)) for m in messages)
+    transcript = tuple(_message(m) for m in messages)
     results = _probe_results(values["probes"], rules, policy, transcript)
     history = values.get("history")
     scenario = Scenario(
@@ -894,6 +944,41 @@ def _scenario(
         searches=tuple(_search(search) for search in values.get("searches", ())),
         variants=tuple(_variant(v, rules, policy) for v in values.get("variants", ())),
     )
+
+
+def _message(rendered: dict[str, Any]) -> Message:
+    values = _read_message(rendered)
+    calls = values.get("tool_calls", ())
+    values["tool_calls"] = tuple(_message_call(call) for call in calls)
+    return Message(**values)
+
+
+def _message_call(rendered: dict[str, Any]) -> ToolCall:
+    values = _read_message_call(rendered)
+    arguments = values.get("arguments", _arguments_placeholder(values["sha256"]))
+    return ToolCall(values["id"], values["name"], arguments)
+
+
+def _tool_use(rendered: dict[str, Any] | None) -> ToolUse | None:
+    """A turn's tool calls (None: the report has none there)."""
+    if rendered is None:
+        return None
+    values = _read_tool_use(rendered)
+    calls = tuple(_tool_call(call) for call in values["calls"])
+    return ToolUse(calls, values["rounds"], values["ran_out"])
+
+
+def _tool_call(rendered: dict[str, Any]) -> ToolCallRecord:
+    """A call as the report holds it: its arguments' text only when the report has the
+    answers (else a placeholder with their hash), never parsed again (`parsed_json` None: the
+    checks that read it have run)."""
+    values = _read_tool_call(rendered)
+    values.setdefault("arguments", _arguments_placeholder(values["sha256"]))
+    return ToolCallRecord(**values)
+
+
+def _arguments_placeholder(sha256: str) -> str:
+    return f"[arguments not in the report: sha256 {sha256}]"
 
 
 def _search(rendered: dict[str, Any]) -> SearchResult:
@@ -964,9 +1049,8 @@ def _prompts(
     no transcript (no `--include-responses`): that flag is lost."""
     prompts = [f"[not in the report: the prompt of probe {p['id']}]" for p in probes]
     asked: dict[str, set[str]] = {}
-    for question, answer in itertools.pairwise(transcript):
-        if answer.role == "assistant":
-            asked.setdefault(answer.content, set()).add(question.content)
+    for question, answer in answered_turns(transcript):
+        asked.setdefault(answer.content, set()).add(question.content)
     answers: dict[str, list[int]] = {}
     for index, text in enumerate(texts):
         if text is not None and text.strip():
@@ -1009,6 +1093,7 @@ def _probe_result(
         identical_runs=values.get("identical_runs", False),
         control=_control(values.get("control")),
         text_flags=_text_flags(values),
+        tools=_tool_use(values.get("tools")),
     )
 
 
@@ -1038,6 +1123,7 @@ def _run(rendered: dict[str, Any]) -> ProbeRun:
     values["assertions"] = _assertions(values["assertions"])
     values["response"] = None if text is None else _response(response, text, {})
     values["control"] = _control(values.get("control"))
+    values["tools"] = _tool_use(values.get("tools"))
     return ProbeRun(**values)
 
 
@@ -1049,6 +1135,7 @@ def _control(rendered: dict[str, Any] | None) -> ControlRun | None:
     text = None if response is None else response.get("text", _placeholder(response))
     values["assertions"] = _assertions(values["assertions"])
     values["response"] = None if text is None else _response(response, text, {})
+    values["tools"] = _tool_use(values.get("tools"))
     return ControlRun(**values)
 
 

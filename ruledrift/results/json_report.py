@@ -16,13 +16,17 @@ from ruledrift.data import (
     AssertionResult,
     ControlRun,
     JudgeRecord,
+    Message,
     ProbeResult,
     ProbeRun,
     Response,
     RunResult,
     ScenarioResult,
     SearchResult,
+    ToolCall,
+    ToolUse,
     VariantResult,
+    arguments_digest,
 )
 from ruledrift.results import fields
 from ruledrift.results.fields import written
@@ -101,10 +105,7 @@ def _story(story: RuleStory) -> dict[str, Any]:
 
 
 def _scenario(result: ScenarioResult, include_responses: bool) -> dict[str, Any]:
-    transcript = [
-        written(fields.MESSAGE, vars(m) | {"recorded": m.recorded or None})
-        for m in result.transcript
-    ]
+    transcript = [_message(m, include_responses) for m in result.transcript]
     history = result.scenario.history
     values = {
         "id": result.scenario.id,
@@ -120,6 +121,39 @@ def _scenario(result: ScenarioResult, include_responses: bool) -> dict[str, Any]
         "variants": [_variant(result, v, include_responses) for v in result.variants] or None,
     }
     return written(fields.SCENARIO, values)
+
+
+def _message(message: Message, include_responses: bool) -> dict[str, Any]:
+    values = vars(message) | {
+        "recorded": message.recorded or None,
+        "tool_calls": [_message_call(c, include_responses) for c in message.tool_calls] or None,
+        "scripted": message.scripted or None,
+    }
+    return written(fields.MESSAGE, values)
+
+
+def _message_call(call: ToolCall, include_responses: bool) -> dict[str, Any]:
+    """A call an assistant message of the transcript asked for: its arguments hashed, as
+    `ToolCallRecord`s are (their text only with the answers)."""
+    sha256, length = arguments_digest(call.arguments)
+    values = vars(call) | {"sha256": sha256, "length": length}
+    return written(
+        fields.MESSAGE_CALL, values if include_responses else values | {"arguments": None}
+    )
+
+
+def _tools(tools: ToolUse | None, include_responses: bool) -> dict[str, Any] | None:
+    """A turn's tool calls (None: the suite offers no tools): each call's arguments hashed,
+    their text only with the answers."""
+    if tools is None:
+        return None
+    calls = [
+        written(
+            fields.TOOL_CALL, vars(call) if include_responses else vars(call) | {"arguments": None}
+        )
+        for call in tools.calls
+    ]
+    return written(fields.TOOL_USE, vars(tools) | {"calls": calls})
 
 
 def _search(search: SearchResult) -> dict[str, Any]:
@@ -255,6 +289,7 @@ def _run(run: ProbeRun, include_responses: bool) -> dict[str, Any]:
         "assertions": _assertions(run.assertions, include_responses),
         "response": _response(run.response, include_responses),
         "control": _control(run.control, include_responses),
+        "tools": _tools(run.tools, include_responses),
     }
     return written(fields.RUN, values)
 
@@ -265,6 +300,7 @@ def _control(control: ControlRun | None, include_responses: bool) -> dict[str, A
     values = vars(control) | {
         "assertions": _assertions(control.assertions, include_responses),
         "response": _response(control.response, include_responses),
+        "tools": _tools(control.tools, include_responses),
     }
     return written(fields.CONTROL, values)
 
@@ -304,6 +340,7 @@ def _probe(
         "identical_runs": result.identical_runs if result.runs else None,
         "flags": list(probe_flags(scenario, result)) or None,
         "control": _control(result.control, include_responses),
+        "tools": _tools(result.tools, include_responses),
         **_repeated(result, include_responses),
     }
     return written(fields.PROBE, values)

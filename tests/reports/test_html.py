@@ -172,7 +172,15 @@ def hostile_result() -> RunResult:
 
 
 @pytest.mark.parametrize("include_responses", [False, True])
-@pytest.mark.parametrize("build", [drift_result, hostile_result, factories.run_result])
+@pytest.mark.parametrize(
+    "build",
+    [
+        drift_result,
+        hostile_result,
+        factories.run_result,
+        lambda: factories.tool_result(hostile=True),
+    ],
+)
 def test_the_page_is_well_formed_and_fetches_nothing(
     build: Callable[[], RunResult], include_responses: bool
 ) -> None:

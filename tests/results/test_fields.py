@@ -22,6 +22,7 @@ from ruledrift.data import (
     RunResult,
     SearchResult,
     ShardInfo,
+    ToolCall,
     Variant,
     VariantResult,
     VerdictPolicy,
@@ -54,9 +55,12 @@ WHERE = {  # each table's object in the schema, as a JSON pointer
     "history": "/$defs/scenario/properties/history",
     "search": "/$defs/search",
     "message": "/$defs/message",
+    "messageCall": "/$defs/message/properties/toolCalls/items",
     "probe": "/$defs/probe",
     "run": "/$defs/probe/properties/runs/items",
     "control": "/$defs/control",
+    "toolUse": "/$defs/toolUse",
+    "toolCall": "/$defs/toolUse/properties/calls/items",
     "passRate": "/$defs/probe/properties/passRate",
     "paraphrase": "/$defs/probe/properties/paraphrases/items",
     "assertion": "/$defs/assertion",
@@ -156,7 +160,8 @@ def writer_mismatches(document: object, tables: Mapping[str, tuple[Field, ...]])
 def everything(*, paraphrased: bool = True) -> RunResult:
     """A run whose report holds every object the schema describes: `--repeat auto` with
     paraphrased prompts, a shard cut by an earlier report's times, a scenario description, a
-    search of a breaking depth."""
+    search of a breaking depth, tool calls (a probe's, its runs', their controls', and a
+    transcript's tool exchange, scripted)."""
     base = factories.run_result()
     policy = VerdictPolicy(repeat="auto", min_pass_rate=0.8, inconclusive_passes=True)
     original = base.scenarios[0]
@@ -168,12 +173,15 @@ def everything(*, paraphrased: bool = True) -> RunResult:
         "judge", True, "the judge answered PASS", JudgeRecord("openai", "j", 0.0, 3, answer)
     )
     assertions = (*first.assertions, judged)
-    control = ControlRun("passed", 4, first.assertions, response_of("Write to help@example.com"))
+    tools = factories.tool_use(hostile=True)
+    answer_control = response_of("Write to help@example.com")
+    control = ControlRun("passed", 4, first.assertions, answer_control, tools=tools)
     runs = [
-        ProbeRun(i, "passed", 10, assertions, first.response, None, i % 3, 7 + i, control)
+        ProbeRun(i, "passed", 10, assertions, first.response, None, i % 3, 7 + i, control, tools)
         for i in range(6)
     ]
-    verdict = probe_verdict(probe, runs, policy, sequential_design(policy, 1))
+    verdict = replace(probe_verdict(probe, runs, policy, sequential_design(policy, 1)), tools=tools)
+    call = ToolCall("c1", "refund", factories.ARGUMENTS_REFUND)
     depth = probe.after_turn
     point = replace(verdict, probe=replace(probe, id=f"deep-after-{depth}"))
     rule = probe.rule.id
@@ -188,7 +196,13 @@ def everything(*, paraphrased: bool = True) -> RunResult:
             history=History("sessions/4711.jsonl", "f" * 64, "replay", ()),
         ),
         probes=(verdict, *original.probes[1:], point),
-        transcript=(*original.transcript, Message("user", "recorded", recorded=True)),
+        transcript=(
+            *original.transcript,
+            Message("user", "recorded", recorded=True),
+            Message("user", "Refund order A1.", scripted=True),
+            Message("assistant", "", tool_calls=(call,), scripted=True),
+            Message("tool", '{"ok": true}', tool_call_id="c1", tool_name="refund", scripted=True),
+        ),
         runs=6,
         judge_calls=6,
         searches=(search,),

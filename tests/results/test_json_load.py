@@ -17,6 +17,7 @@ import ruledrift
 from ruledrift.data import (
     AssertionResult,
     Balance,
+    ControlRun,
     Message,
     Probe,
     ProbeResult,
@@ -25,6 +26,8 @@ from ruledrift.data import (
     RunStatus,
     ScenarioResult,
     ShardInfo,
+    ToolCall,
+    ToolUse,
     VerdictPolicy,
 )
 from ruledrift.errors import ExitCode, UsageError
@@ -44,6 +47,7 @@ from ruledrift.results.json_load import (
     report_from_json,
 )
 from ruledrift.results.json_report import render_json
+from ruledrift.results.merge import merge_results
 from ruledrift.run.verdicts import probe_verdict, sequential_design
 from tests.support import results as factories
 from tests.support.results import (
@@ -174,6 +178,30 @@ def balanced_shard() -> RunResult:
     return replace(base, shard=shard, balanced_by=balance)
 
 
+def tool_repeats() -> RunResult:
+    """`--repeat 3` on a suite with tools: each answered run's calls (run 1 ran out of rounds,
+    run 2 called a hostile name), run 0's control's, and the evidence run's on the probe."""
+    result = fixed_repeats()
+    scenario = result.scenarios[0]
+    control = ControlRun("passed", 3, (), factories.response("ok"), tools=factories.tool_use())
+    probes = []
+    for probe in scenario.probes:
+        runs = tuple(
+            replace(
+                run,
+                tools=factories.tool_use(ran_out=run.run == 1, hostile=run.run == 2),
+                control=control if run.run == 0 else None,
+            )
+            if run.status != "error"
+            else run
+            for run in probe.runs
+        )
+        evidence = next((run for run in runs if run.status != "passed"), runs[-1])
+        probes.append(replace(probe, runs=runs, tools=evidence.tools))
+    played = replace(scenario, probes=tuple(probes), transcript=factories.TOOL_EXCHANGE)
+    return replace(result, scenarios=(played,))
+
+
 RESULTS: dict[str, Callable[[], RunResult]] = {
     "run": factories.run_result,
     "unicode": factories.unicode_result,
@@ -185,6 +213,8 @@ RESULTS: dict[str, Callable[[], RunResult]] = {
     "auto-inconclusive-passes": lambda: auto(inconclusive_passes=True),
     "flags": lambda: flagged_result(with_background_echo=False),
     "balanced-shard": balanced_shard,
+    "tools": lambda: factories.tool_result(hostile=True),
+    "tool-repeats": tool_repeats,
 }
 
 
@@ -811,3 +841,122 @@ def test_a_problem_under_keys_with_slashes_and_tildes_is_located(tmp_path: Path)
     pointer = "/scenarios/2/probes/0/metadata/a~1b~0c/x/1"
     message = refusal(report)
     assert located(report, '"late\\ud800"', pointer) + "holds a lone UTF-16" in message, message
+
+
+# --- tool calls ------------------------------------------------------------------------------
+
+
+def tool_uses(result: RunResult) -> list[tuple[str, str, ToolUse | None]]:
+    """Every tool use of a run, where it stands: probe, each run, each run's control."""
+    found: list[tuple[str, str, ToolUse | None]] = []
+    for probe in result.probes:
+        found.append((probe.probe.id, "probe", probe.tools))
+        for run in probe.runs:
+            found.append((probe.probe.id, f"run {run.run}", run.tools))
+            if run.control is not None:
+                found.append((probe.probe.id, f"run {run.run} control", run.control.tools))
+    return found
+
+
+def as_saved(tools: ToolUse | None, *, include_responses: bool) -> ToolUse | None:
+    """`tools` as a report holds them: the names' lone surrogates as U+FFFD, and without the
+    answers each call's arguments a placeholder naming their hash."""
+    if tools is None:
+        return None
+    calls = tuple(
+        replace(
+            call,
+            name=call.name.replace("\ud800", "\ufffd"),
+            arguments=call.arguments
+            if include_responses
+            else f"[arguments not in the report: sha256 {call.sha256}]",
+        )
+        for call in tools.calls
+    )
+    return replace(tools, calls=calls)
+
+
+@pytest.mark.parametrize("include_responses", [False, True])
+@pytest.mark.parametrize("name", ["tools", "tool-repeats"])
+def test_tool_calls_come_back_with_their_arguments_only_in_a_report_with_the_answers(
+    name: str, include_responses: bool
+) -> None:
+    original = RESULTS[name]()
+    assert any(tools is not None and tools.ran_out for _, _, tools in tool_uses(original))
+    expected = [
+        (probe, where, as_saved(tools, include_responses=include_responses))
+        for probe, where, tools in tool_uses(original)
+    ]
+    assert tool_uses(reload(original, include_responses=include_responses)) == expected
+
+
+def test_a_transcript_s_tool_exchange_comes_back() -> None:
+    original = factories.tool_result()
+    [*_, last] = reload(original, include_responses=True).scenarios
+    assert last.transcript[-4:] == factories.TOOL_EXCHANGE
+
+
+def test_a_tool_call_in_a_round_its_turn_did_not_take_is_refused(tmp_path: Path) -> None:
+    data = report_data(tool_repeats())
+    data["scenarios"][0]["probes"][0]["runs"][1]["tools"]["calls"][3]["round"] = 5
+    data["scenarios"][0]["probes"][0]["runs"][0]["control"]["tools"]["calls"][0]["round"] = 4
+    message = refusal(report_file(tmp_path, data))
+    assert "a tool call in a round its turn did not take (edited?):" in message
+    assert (
+        "/scenarios/0/probes/0/runs/1/tools/calls/3/round: round 5, but the turn took 4" in message
+    )
+    assert "/scenarios/0/probes/0/runs/0/control/tools/calls/0/round: round 4, but" in message
+
+
+def test_a_hostile_tool_name_in_a_refused_report_cannot_forge_a_line(tmp_path: Path) -> None:
+    data = report_data(factories.tool_result())
+    data["scenarios"][0]["probes"][0]["tools"]["calls"][0]["outcome"] = "x\n\x1b[31m::error::no"
+    message = refusal(report_file(tmp_path, data))
+    assert "/scenarios/0/probes/0/tools/calls/0/outcome" in message
+    assert "\x1b" not in message
+    assert not any(line.startswith("::") for line in message.splitlines())
+
+
+def test_shards_with_tool_calls_merge_to_the_unsharded_report() -> None:
+    """`ruledrift merge` reads each shard's report and combines the results: the merged report
+    holds every tool call as the unsharded run's does."""
+    whole = replace(factories.tool_result(hostile=True), shard=None)
+    ids = tuple(s.scenario.id for s in whole.scenarios)
+    rules = tuple(r.id for r in whole.suite.rules)
+    named = []
+    for index, assigned in enumerate((ids[:2], ids[2:]), 1):
+        shard = ShardInfo(index, 2, ids, rules, assigned=assigned)
+        scenarios = tuple(s for s in whole.scenarios if s.scenario.id in assigned)
+        part = replace(whole, scenarios=scenarios, shard=shard)
+        raw = render_json(part, include_responses=True)
+        named.append((f"shard-{index}.json", report_from_bytes(raw, source="shard").result))
+    merged = merge_results(named, allow_partial=False).result
+    expected = json.loads(render_json(whole, include_responses=True))
+    got = json.loads(render_json(merged, include_responses=True))
+    assert got["scenarios"] == expected["scenarios"]
+    assert tool_uses(merged) == tool_uses(reload(whole, include_responses=True))
+
+
+def test_flags_beside_background_tool_exchanges_come_back() -> None:
+    """A background turn's final answer answered its user message, not the tool result before
+    it: the reader pairs them as `findings` does, so the flags come back as recorded."""
+    call = ToolCall("call_1", "lookup_order", '{"order_id": "A1"}')
+    exchange = (
+        Message("user", "Where is order A1?"),
+        Message("assistant", "", tool_calls=(call,)),
+        Message("tool", '{"status": "shipped"}', tool_call_id="call_1", tool_name="lookup_order"),
+        Message("assistant", "Order A1 has shipped."),
+    )
+    asked_again = Probe("asked-again", BE_POLITE, 1, "Where is order A1?", (), NOWHERE)
+    scenarios = []
+    for name, probe in (("consistent", asked_again), ("echoed", factories.probe("echo"))):
+        made = factories.scenario_result(name, (passed_with(probe, "Order A1 has shipped."),), 4)
+        scenarios.append(replace(made, transcript=(made.transcript[0], *exchange)))
+    base = factories.run_result()
+    original = replace(
+        base,
+        suite=replace(base.suite, scenarios=tuple(s.scenario for s in scenarios)),
+        scenarios=tuple(scenarios),
+    )
+    assert flags(original) == {"echo": ("identical-answer",)}
+    assert flags(reload(original, include_responses=True)) == flags(original)

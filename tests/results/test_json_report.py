@@ -13,6 +13,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from ruledrift.boundary.files import write_atomic
+from ruledrift.data import ControlRun, Message, ProbeRun, ToolCall
 from ruledrift.results.json_report import REPORT_VERSION, render_json
 from tests.support import results as factories
 from tests.support.results import (
@@ -314,3 +315,165 @@ def test_a_scenario_description_is_carried_as_written(tmp_path: Path) -> None:
         "hostile-text": None,
         "broken-turn": None,
     }
+
+
+# --- tool calls ----------------------------------------------------------------------------------
+
+
+def tool_report(tmp_path: Path, *, include_responses: bool) -> Any:
+    result = factories.tool_result(hostile=True)
+    return load(write_report(tmp_path, include_responses=include_responses, result=result))
+
+
+def probes_by_id(report: Any) -> dict[str, Any]:
+    return {p["id"]: p for s in report["scenarios"] for p in s["probes"]}
+
+
+@pytest.mark.parametrize("include_responses", [False, True])
+def test_tool_calls_validate_against_the_schema(
+    tmp_path: Path, validator: Draft202012Validator, include_responses: bool
+) -> None:
+    report = tool_report(tmp_path, include_responses=include_responses)
+    assert sorted(e.message for e in validator.iter_errors(report)) == []
+
+
+def test_each_probe_lists_its_tool_calls_hashed(tmp_path: Path) -> None:
+    report = tool_report(tmp_path, include_responses=False)
+    probes = probes_by_id(report)
+    refund = factories.ARGUMENTS_REFUND
+    assert probes["polite-reply"]["tools"] == {
+        "rounds": 3,
+        "ranOut": False,
+        "calls": [
+            {
+                "round": 1,
+                "tool": "lookup_order",
+                "argumentsSha256": hashlib.sha256(
+                    factories.ARGUMENTS_LOOKUP.encode("utf-8")
+                ).hexdigest(),
+                "argumentsLength": len(factories.ARGUMENTS_LOOKUP),
+                "outcome": "result",
+            },
+            {
+                "round": 2,
+                "tool": "refund",
+                "argumentsSha256": hashlib.sha256(refund.encode("utf-8")).hexdigest(),
+                "argumentsLength": len(refund),
+                "outcome": "error",
+            },
+        ],
+    }
+    assert "tools" not in probes["slow"]  # no tool use recorded: the key is left out
+    raw = json.dumps(report)
+    assert factories.ARGUMENTS_MARKER not in raw
+
+
+def test_a_turn_that_ran_out_of_rounds_says_so(tmp_path: Path) -> None:
+    tools = probes_by_id(tool_report(tmp_path, include_responses=False))["late-secret"]["tools"]
+    assert (tools["rounds"], tools["ranOut"]) == (4, True)
+    assert [(c["round"], c["outcome"]) for c in tools["calls"]] == [
+        (1, "result"),
+        (2, "error"),
+        (3, "error"),
+        (4, "not-run"),
+    ]
+
+
+def test_hostile_tool_names_and_problems_are_kept_as_json_text(tmp_path: Path) -> None:
+    """JSON escapes what it must (quotes, controls) and a lone surrogate becomes U+FFFD, as
+    for every other string of the report."""
+    path = write_report(
+        tmp_path, include_responses=False, result=factories.tool_result(hostile=True)
+    )
+    calls = probes_by_id(load(path))["early-secret"]["tools"]["calls"]
+    hostile = calls[2]
+    assert hostile["tool"] == factories.HOSTILE_TOOL.replace("\ud800", "\ufffd")
+    assert hostile["problem"] == factories.HOSTILE_PROBLEM
+    assert (hostile["outcome"], "problem" in calls[0]) == ("unknown-tool", False)
+    assert "\\u001b[31m" in path.read_text(encoding="utf-8")
+
+
+def test_arguments_only_with_the_flag(tmp_path: Path) -> None:
+    report = tool_report(tmp_path, include_responses=True)
+    calls = probes_by_id(report)["early-secret"]["tools"]["calls"]
+    assert [c["arguments"] for c in calls] == [
+        factories.ARGUMENTS_LOOKUP,
+        factories.ARGUMENTS_REFUND,
+        "not json " + factories.ARGUMENTS_MARKER,
+    ]
+    assert list(calls[0]) == [
+        "round",
+        "tool",
+        "argumentsSha256",
+        "argumentsLength",
+        "outcome",
+        "arguments",
+    ]
+
+
+def test_runs_and_controls_list_their_own_tool_calls(validator: Draft202012Validator) -> None:
+    base = factories.run_result()
+    scenario = base.scenarios[0]
+    first = scenario.probes[0]
+    control = ControlRun("passed", 3, (), factories.response("ok"), tools=factories.tool_use())
+    out = factories.tool_use(ran_out=True)
+    runs = (
+        ProbeRun(0, "passed", 5, (), first.response, control=control, tools=factories.tool_use()),
+        ProbeRun(1, "failed", 5, (), first.response, tools=out),
+    )
+    probe = replace(first, runs=runs, tools=out, status="failed", control=None)
+    result = replace(base, scenarios=(replace(scenario, probes=(probe,)),))
+    report = json.loads(render_json(result, include_responses=False))
+    written = report["scenarios"][0]["probes"][0]
+    assert [run["tools"]["ranOut"] for run in written["runs"]] == [False, True]
+    assert written["runs"][0]["control"]["tools"]["rounds"] == 3
+    assert written["tools"]["ranOut"] is True
+    assert list(validator.iter_errors(report)) == []
+
+
+def test_a_transcript_carries_its_tool_exchange() -> None:
+    base = factories.run_result()
+    scenario = base.scenarios[0]
+    call = ToolCall("call_1", "refund", factories.ARGUMENTS_REFUND)
+    exchange = (
+        Message("user", "Refund order A1.", scripted=True),
+        Message("assistant", "", tool_calls=(call,), scripted=True),
+        Message("tool", '{"ok": true}', tool_call_id="call_1", tool_name="refund", scripted=True),
+        Message("assistant", "Done."),
+    )
+    played = replace(scenario, transcript=(*scenario.transcript, *exchange))
+    result = replace(base, scenarios=(played,))
+    report = json.loads(render_json(result, include_responses=True))
+    digest = hashlib.sha256(factories.ARGUMENTS_REFUND.encode("utf-8")).hexdigest()
+    assert report["scenarios"][0]["transcript"][3:] == [
+        {"role": "user", "content": "Refund order A1.", "scripted": True},
+        {
+            "role": "assistant",
+            "content": "",
+            "toolCalls": [
+                {
+                    "id": "call_1",
+                    "tool": "refund",
+                    "argumentsSha256": digest,
+                    "argumentsLength": len(factories.ARGUMENTS_REFUND),
+                    "arguments": factories.ARGUMENTS_REFUND,
+                }
+            ],
+            "scripted": True,
+        },
+        {
+            "role": "tool",
+            "content": '{"ok": true}',
+            "toolCallId": "call_1",
+            "toolName": "refund",
+            "scripted": True,
+        },
+        {"role": "assistant", "content": "Done."},
+    ]
+
+
+def test_the_schema_refuses_an_unknown_outcome(validator: Draft202012Validator) -> None:
+    report = json.loads(render_json(factories.tool_result(), include_responses=False))
+    report["scenarios"][0]["probes"][0]["tools"]["calls"][0]["outcome"] = "maybe"
+    report["scenarios"][0]["probes"][0]["tools"]["calls"][1]["round"] = 0
+    assert sorted(e.validator for e in validator.iter_errors(report)) == ["enum", "minimum"]

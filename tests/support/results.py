@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from ruledrift.adapters.ollama import OllamaAdapterConfig
@@ -22,6 +23,11 @@ from ruledrift.data import (
     Suite,
     TargetInfo,
     TextAssertion,
+    ToolCall,
+    ToolCallOutcome,
+    ToolCallRecord,
+    ToolUse,
+    arguments_digest,
 )
 
 # Every answer and assistant turn carries a marker no other part of a report can contain, so a
@@ -171,3 +177,86 @@ def suite(scenarios: tuple[Scenario, ...]) -> Suite:
         path=Path("suites/secret.json"),
         sha256=hashlib.sha256(b"{}").hexdigest(),
     )
+
+
+# --- tool calls --------------------------------------------------------------------------------
+
+# A model may call any name and its arguments may say anything: both try to break every format.
+# The arguments carry a marker nothing else holds, so a test can look for leaks (they are shown
+# only with --include-responses); tool names and problems are not secret, only hostile.
+ARGUMENTS_MARKER = "[arguments-7f3a]"
+HOSTILE_TOOL = (
+    "refund</testcase>|`x`*y* \x1b[31mred\x1b[0m\n::error::forged <b>&amp; \u202e\ud800 ]]>"
+)
+HOSTILE_PROBLEM = (
+    "/amount: expected a number ::warning::forged\n<script>alert(1)</script> | **bold** \x1b[2J\x00"
+)
+ARGUMENTS_LOOKUP = '{"order_id": "A1"} ' + ARGUMENTS_MARKER
+ARGUMENTS_REFUND = f'{{"order_id": "A1", "amount": 250, "note": "{SECRET}"}} {ARGUMENTS_MARKER}'
+
+
+def tool_call(
+    round_: int,
+    name: str,
+    arguments: str,
+    outcome: ToolCallOutcome = "result",
+    problem: str | None = None,
+) -> ToolCallRecord:
+    """A call as the runner records it: its arguments' SHA-256 and length beside their text."""
+    sha256, length = arguments_digest(arguments)
+    return ToolCallRecord(round_, name, arguments, sha256, length, outcome, problem)
+
+
+def tool_use(*, ran_out: bool = False, hostile: bool = False) -> ToolUse:
+    """`lookup_order` in round 1, then `refund` in round 2 (and 3 and 4 when the rounds run
+    out: four rounds, the last call not run); with `hostile`, a third call of round 2 to an
+    undeclared tool whose name and problem try to break the format."""
+    calls = [
+        tool_call(1, "lookup_order", ARGUMENTS_LOOKUP),
+        tool_call(2, "refund", ARGUMENTS_REFUND, "error"),
+    ]
+    if hostile:
+        calls.append(
+            tool_call(
+                2, HOSTILE_TOOL, "not json " + ARGUMENTS_MARKER, "unknown-tool", HOSTILE_PROBLEM
+            )
+        )
+    if ran_out:
+        calls += [
+            tool_call(3, "refund", ARGUMENTS_REFUND, "error"),
+            tool_call(4, "refund", ARGUMENTS_REFUND, "not-run"),
+        ]
+        return ToolUse(tuple(calls), 4, ran_out=True)
+    return ToolUse(tuple(calls), 3)
+
+
+# A background turn's tool exchange, scripted by the suite, as a transcript holds it.
+TOOL_EXCHANGE = (
+    Message("user", "Refund order A1.", scripted=True),
+    Message(
+        "assistant", "", tool_calls=(ToolCall("call_1", "refund", ARGUMENTS_REFUND),), scripted=True
+    ),
+    Message("tool", '{"ok": true}', tool_call_id="call_1", tool_name="refund", scripted=True),
+    Message("assistant", "Refunded. [answer-turn-2d77]"),
+)
+
+
+def tool_result(*, hostile: bool = False) -> RunResult:
+    """The four scenarios of `run_result`, the suite offering tools: every probe that was
+    answered made calls (`late-secret` ran out of rounds; `early-secret` called a hostile
+    name with hostile problems when `hostile`), the errored ones none, and each transcript
+    ends with a scripted tool exchange (`TOOL_EXCHANGE`)."""
+    base = run_result()
+    ran_out = {"late-secret"}
+    scenarios = []
+    for scenario in base.scenarios:
+        probes = []
+        for result in scenario.probes:
+            tools = None
+            if result.response is not None:
+                evil = hostile and result.probe.id == "early-secret"
+                tools = tool_use(ran_out=result.probe.id in ran_out, hostile=evil)
+            probes.append(replace(result, tools=tools))
+        transcript = (*scenario.transcript, *TOOL_EXCHANGE)
+        scenarios.append(replace(scenario, probes=tuple(probes), transcript=transcript))
+    return replace(base, scenarios=tuple(scenarios))

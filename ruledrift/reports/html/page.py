@@ -16,16 +16,33 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ruledrift import __version__
-from ruledrift.data import ProbeResult, ProbeRun, Response, RunResult, ScenarioResult, Status
+from ruledrift.data import (
+    Message,
+    ProbeResult,
+    ProbeRun,
+    Response,
+    RunResult,
+    ScenarioResult,
+    Status,
+    ToolCall,
+    ToolCallRecord,
+    ToolUse,
+    arguments_digest,
+)
 from ruledrift.reports.html.chart import drift_section, variants_section
 from ruledrift.reports.html.markup import Child, Html, el
 from ruledrift.reports.sentences import (
     DID_NOT_RUN,
     INTERRUPTED,
+    OUTCOME_TEXT,
+    RAN_OUT,
     cell_rate,
     policy_rule,
+    ran_out_words,
     runs_passed,
+    runs_ran_out,
     status_verdict,
+    tool_calls_line,
 )
 from ruledrift.results.findings import (
     FLAG_TEXT,
@@ -40,11 +57,12 @@ from ruledrift.results.findings import (
     suspicious,
     target_warnings,
 )
-from ruledrift.text import cut_text
+from ruledrift.text import cut_text, terminal_safe
 
 ANSWER_MAX_CHARS = 20_000  # of one answer on the page; the JSON report keeps it whole
 MESSAGE_MAX_CHARS = 2_000  # of one message (assertion, error, decided_by)
 RUNS_LISTED = 20  # runs that did not pass, listed per probe
+TOOL_CALLS_LISTED = 100  # calls of one turn in its table; the rest are counted
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 _SYMBOLS: dict[Status, str] = {
@@ -333,6 +351,7 @@ def _probe_card(scenario: ScenarioResult, result: ProbeResult, include_responses
         el("ul", failed, class_="reasons") if failed else None,
         error,
         _runs_list(result),
+        _tool_calls(result.tools, include_responses),
         _answer(result.response, include_responses),
         _control(result, include_responses),
         class_=f"probe {result.status}",
@@ -357,6 +376,7 @@ def _control(result: ProbeResult, include_responses: bool) -> Html | None:
         ),
         el("p", el("strong", "Control asked: "), _cut(asked), class_="prompt") if asked else None,
         el("ul", failed, class_="reasons") if failed else None,
+        _tool_calls(control.tools, include_responses, "The control's tool calls"),
         _answer(control.response, include_responses),
         class_="control",
     )
@@ -393,6 +413,8 @@ def _runs_list(result: ProbeResult) -> Html | None:
 
 def _run_line(run: ProbeRun) -> str:
     seed = f", seed {run.seed}" if run.seed is not None else ""
+    if run.tools is not None and run.tools.ran_out:
+        seed += f", {RAN_OUT}"
     if run.status == "error":
         why = run.error or "could not be run"
     elif run.status == "vacuous" and run.control is not None:
@@ -401,6 +423,57 @@ def _run_line(run: ProbeRun) -> str:
     else:
         why = "; ".join(a.message for a in run.failed_assertions) or "failed"
     return _cut(f"run {run.run}{seed}: {run.status}: {why}")
+
+
+def _tool_calls(
+    tools: ToolUse | None, include_responses: bool, title: str = "Tool calls"
+) -> Html | None:
+    """A turn's tool calls as a table (round, tool, arguments, outcome, problem), its rounds,
+    and a note when they ran out. The arguments are their SHA-256 and length; their text only
+    with the answers."""
+    if tools is None or not (tools.calls or tools.ran_out):
+        return None
+    rounds = f"{tools.rounds} round{'' if tools.rounds == 1 else 's'}"
+    columns = ["round", "tool", "arguments", "outcome", "arguments valid"]
+    header = el("tr", [el("th", c, scope="col") for c in columns])
+    rows = [_tool_call_row(call, include_responses) for call in tools.calls[:TOOL_CALLS_LISTED]]
+    left = len(tools.calls) - TOOL_CALLS_LISTED
+    more = el("p", f"… and {left} more calls (the JSON report lists them all)", class_="muted")
+    table = el("table", el("thead", header), el("tbody", rows), class_="tools")
+    return el(
+        "div",
+        el("p", el("strong", f"{title}: "), f"{len(tools.calls)} call(s) over {rounds}."),
+        el(
+            "p",
+            f"{ran_out_words(tools).capitalize()}: the last answer still asked for calls.",
+            class_="note warning ran-out",
+        )
+        if tools.ran_out
+        else None,
+        el("div", table, class_="scroll") if rows else None,
+        more if left > 0 else None,
+        class_="tool-calls",
+        data_ran_out="true" if tools.ran_out else "false",
+    )
+
+
+def _tool_call_row(call: ToolCallRecord, include_responses: bool) -> Html:
+    return el(
+        "tr",
+        el("td", str(call.round), class_="num"),
+        el("td", el("code", _cut(call.name, 500))),
+        el("td", _arguments(call.arguments, call.sha256, call.length, include_responses)),
+        el("td", OUTCOME_TEXT[call.outcome]),
+        el("td", "yes" if call.problem is None else f"no: {_cut(call.problem)}"),
+        data_outcome=call.outcome,
+    )
+
+
+def _arguments(text: str, sha256: str, length: int, include_responses: bool) -> Html:
+    """A call's arguments: their text (cut like an answer) with the answers, else the hash."""
+    if include_responses:
+        return el("pre", cut_text(text, ANSWER_MAX_CHARS))
+    return el("span", f"sha256 {sha256}, {length} characters", class_="muted")
 
 
 def _answer(response: Response | None, include_responses: bool) -> Html:
@@ -458,12 +531,15 @@ def _suspicious_section(result: RunResult, include_responses: bool) -> Html | No
 
 def _all_probes_section(result: RunResult, include_responses: bool) -> Html:
     columns = ["probe", "rule", "severity", "after turn", "result", "runs", "duration"]
+    tools = any(p.tools is not None for p in result.probes)
+    if tools:
+        columns.append("tool calls")
     if include_responses:
         columns.append("answer")
     rows: list[Html] = []
     for scenario in result.scenarios:
         rows.append(_scenario_row(scenario, len(columns), include_responses))
-        rows += [_probe_row(scenario, p, include_responses) for p in scenario.probes]
+        rows += [_probe_row(scenario, p, include_responses, tools) for p in scenario.probes]
     table = el(
         "table",
         el("thead", el("tr", [el("th", c, scope="col") for c in columns])),
@@ -487,15 +563,7 @@ def _scenario_row(scenario: ScenarioResult, columns: int, include_responses: boo
     description = scenario.scenario.description
     transcript = None
     if include_responses and scenario.transcript:
-        messages = [
-            el(
-                "div",
-                el("span", f"{m.role} (recorded)" if m.recorded else m.role, class_="role"),
-                el("pre", cut_text(m.content, ANSWER_MAX_CHARS)),
-                class_="message",
-            )
-            for m in scenario.transcript
-        ]
+        messages = [_message(m) for m in scenario.transcript]
         transcript = el("details", el("summary", "Background conversation (first run)"), messages)
     return el(
         "tr",
@@ -516,6 +584,38 @@ def _scenario_row(scenario: ScenarioResult, columns: int, include_responses: boo
     )
 
 
+def _message(message: Message) -> Html:
+    """A message of the background conversation (shown only with the answers): who spoke, and
+    for a tool exchange the calls an answer asked for and the call a result answers."""
+    role: str = message.role
+    if message.role == "tool":
+        role = f"tool result for {message.tool_name or '?'} (call {message.tool_call_id or '?'})"
+    marks = [m for m, on in (("recorded", message.recorded), ("scripted", message.scripted)) if on]
+    if marks:
+        role += f" ({', '.join(marks)})"
+    calls = [_message_call(call) for call in message.tool_calls]
+    content = el("pre", cut_text(message.content, ANSWER_MAX_CHARS))
+    return el(
+        "div",
+        el("span", _cut(role, 500), class_="role"),
+        content if message.content or not calls else None,
+        el("ul", calls, class_="calls") if calls else None,
+        class_="message",
+        data_role=message.role,
+    )
+
+
+def _message_call(call: ToolCall) -> Html:
+    sha256, length = arguments_digest(call.arguments)
+    return el(
+        "li",
+        "calls ",
+        el("code", _cut(call.name, 500)),
+        f" (call {_cut(call.id, 200)}): ",
+        _arguments(call.arguments, sha256, length, True),
+    )
+
+
 def _history_note(scenario: ScenarioResult) -> Html | None:
     """The recorded history a scenario's background comes from: its file and mode (never its
     text, which only the transcript holds)."""
@@ -525,7 +625,9 @@ def _history_note(scenario: ScenarioResult) -> Html | None:
     return el("span", f" · recorded history {_cut(history.path)} ({history.mode})", class_="muted")
 
 
-def _probe_row(scenario: ScenarioResult, result: ProbeResult, include_responses: bool) -> Html:
+def _probe_row(
+    scenario: ScenarioResult, result: ProbeResult, include_responses: bool, tools: bool
+) -> Html:
     probe = result.probe
     flags = probe_flags(scenario, result)
     runs = f"{result.passes}/{len(result.runs)}" if result.runs else "1"
@@ -542,6 +644,8 @@ def _probe_row(scenario: ScenarioResult, result: ProbeResult, include_responses:
         el("td", runs, class_="num"),
         el("td", f"{result.duration_ms / 1000:.2f} s", class_="num"),
     ]
+    if tools:
+        cells.append(_tools_cell(result))
     if include_responses:
         answer = result.response
         shown = (
@@ -555,6 +659,22 @@ def _probe_row(scenario: ScenarioResult, result: ProbeResult, include_responses:
         )
         cells.append(el("td", shown))
     return el("tr", cells, data_probe=probe.id, data_status=result.status)
+
+
+def _tools_cell(result: ProbeResult) -> Html:
+    """The calls of the probe's turn in one line (`—` when the turn made none), with repeats
+    the runs that ran out of tool rounds."""
+    tools = result.tools
+    if tools is None or not (tools.calls or tools.ran_out):
+        return el("td", "—", class_="muted")
+    out = runs_ran_out(result)
+    return el(
+        "td",
+        _cut(tool_calls_line(tools, terminal_safe)),
+        el("br") if out else None,
+        out,
+        class_="ran-out" if tools.ran_out or out else None,
+    )
 
 
 def _footer(result: RunResult, include_responses: bool) -> Html:
@@ -664,5 +784,8 @@ tr.scenario th { background: var(--panel); font-weight: normal; }
 .description { color: var(--muted); white-space: pre-wrap; }
 .message .role { font-size: 12px; color: var(--muted); }
 .flag { color: var(--error); font-weight: 700; }
+td.ran-out { color: var(--error); }
+.tool-calls table { font-size: 14px; }
+.message .calls { margin: 4px 0; padding-left: 20px; }
 footer { margin-top: 40px; font-size: 13px; color: var(--muted); }
 """
