@@ -113,9 +113,21 @@ def probe_verdict(
 
 def runs_identical(runs: Sequence[ProbeRun]) -> bool:
     """Whether a probe's runs are at least two, every one answered, and every answer
-    byte-identical (one SHA-256 and one length): then the repeats add no information."""
-    answers = {(r.response.sha256, r.response.length) for r in runs if r.response is not None}
+    byte-identical (one SHA-256 and one length) with the same tool calls (names, rounds and
+    arguments): then the repeats add no information."""
+    answers = {
+        (r.response.sha256, r.response.length, _calls_made(r))
+        for r in runs
+        if r.response is not None
+    }
     return len(runs) >= 2 and all(r.response is not None for r in runs) and len(answers) == 1
+
+
+def _calls_made(run: ProbeRun) -> tuple[tuple[str, int, str], ...]:
+    """A run's tool calls as its identity counts them: each call's tool, round and arguments."""
+    if run.tools is None:
+        return ()
+    return tuple((call.name, call.round, call.sha256) for call in run.tools.calls)
 
 
 # What a repeated probe's verdict is called under `--repeat auto` (the sequential test's word).

@@ -14,6 +14,7 @@ import math
 
 import pytest
 
+from ruledrift.checks.tools import record_call
 from ruledrift.data import (
     AssertionResult,
     Location,
@@ -22,6 +23,8 @@ from ruledrift.data import (
     Response,
     Rule,
     TextAssertion,
+    ToolCall,
+    ToolUse,
     VerdictPolicy,
 )
 from ruledrift.run.verdicts import (
@@ -455,3 +458,18 @@ def test_gate_odds_within_bounds_and_reruns() -> None:
         1 - 0.5**3
     )
     assert math.isclose(edge.missed_within(1), 0.2)
+
+
+def test_runs_with_one_answer_but_other_tool_calls_are_not_identical() -> None:
+    """A tool turn's final answer is often the same short text (or empty after running out):
+    runs that made other calls are different runs, and the bounds hold for them."""
+    same = identical("FF")
+
+    def with_calls(run: ProbeRun, arguments: str) -> ProbeRun:
+        call = record_call(ToolCall("c1", "refund", arguments), 1, None, "result")
+        return dataclasses.replace(run, tools=ToolUse((call,), 2))
+
+    differ = [with_calls(same[0], '{"amount": 250}'), with_calls(same[1], '{"amount": 90}')]
+    assert probe_verdict(PROBE, differ, AUTO, ONE_PROBE).identical_runs is False
+    alike = [with_calls(same[0], '{"amount": 250}'), with_calls(same[1], '{"amount": 250}')]
+    assert probe_verdict(PROBE, alike, AUTO, ONE_PROBE).identical_runs is True
