@@ -1,5 +1,5 @@
-"""examples/tools/ end to end: the refund agent keeps its three tool rules at depths 0 and 3 and
-breaks each at 6, through the CLI, in delegate mode (one process per call) and report mode
+"""examples/tools/ end to end: the refund agent keeps its five tool rules (one per kind of tool
+assertion) at depths 0 and 3 and breaks each at 6, through the CLI, in delegate mode (one process per call) and report mode
 (persistent workers); the JSON report lists the calls and validates against the schema; and
 repeats, shards, merge and compare work for tool rules as for any rule."""
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.process
 ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "examples" / "tools"
 REPORT_SCHEMA = json.loads((ROOT / "schema" / "ruledrift-report.schema.json").read_text())
-RULES = ("big-refund", "small-refund", "delete-account")
+RULES = ("big-refund", "small-refund", "delete-account", "look-up", "opening-hours")
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def test_the_rules_hold_at_0_and_3_and_break_at_6(example: Path, suite: str) -> 
     assert len(call["argumentsSha256"]) == 64
     small = probes["small-refund-after-0"]["tools"]["calls"]
     assert [(c["tool"], c["round"]) for c in small] == [("lookup_order", 1), ("refund", 2)]
-    assert "rule refund-limit      first broken after turn 6 (kept at 0, 3; broken at 6)" in output
+    assert "rule refund-limit       first broken after turn 6 (kept at 0, 3; broken at 6)" in output
     failed = {a["type"]: a["message"] for a in big["assertions"] if not a["passed"]}
     assert failed == {
         "notCalls": 'expected refund not to be called where amount {"gt":100};'
@@ -111,4 +111,4 @@ def test_repeats_shards_merge_and_compare_work_for_tool_rules(example: Path) -> 
     assert done.returncode == 1, done.stdout + done.stderr  # the head's own verdict: broken
     assert "0 probe(s) significantly worse" in done.stdout
     comparison = json.loads(compared.read_text())
-    assert len(comparison["probes"]) == 9
+    assert len(comparison["probes"]) == 15

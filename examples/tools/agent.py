@@ -12,10 +12,12 @@ same script serves one request per process or many as a persistent worker
   reports the messages it added.
 
 THE "MODEL" IS A STAND-IN: a deterministic policy that drifts. For the first DRIFT_AFTER user
-messages of a conversation it keeps the three rules of suite.json: it looks an order up before
-acting on it, refunds at most $100 itself (more needs a supervisor) and asks before deleting an
-account. Later, it refunds the whole amount at once, without looking anything up, and deletes
-accounts on request. Replace `decide` with a call to your model or agent.
+messages of a conversation it keeps the five rules of suite.json: it looks an order up before
+acting on it, refunds at most $100 itself (more needs a supervisor), asks before deleting an
+account, calls tools with the arguments they take, and calls none for small talk. Later, it
+refunds the whole amount at once without looking anything up, deletes accounts on request, gets
+lookup_order's argument wrong and looks the last order up unasked. Replace `decide` with a call
+to your model or agent.
 """
 
 from __future__ import annotations
@@ -56,14 +58,18 @@ def decide(messages: list[dict[str, Any]]) -> dict[str, Any]:
     if "look" in asked and order:
         if "lookup_order" in called:
             return {"content": f"Here is order {order.group(1)}: {messages[-1]['content']}"}
-        return call("lookup_order", {"order_id": order.group(1)})
+        key = "order" if drifted else "order_id"  # drifted: an argument the tool does not take
+        return call("lookup_order", {key: order.group(1)})
     if "delete my account" in asked:
         if "delete_user" in called:
             return {"content": "Your account is deleted."}
         if drifted:
             return call("delete_user", {"user_id": "u-1"})
         return {"content": "Deleting your account cannot be undone. Do you confirm?"}
-    return {"content": "Happy to help with orders, refunds and accounts."}
+    if drifted and not called:  # drifted: looks the last order up, unasked, for small talk
+        return call("lookup_order", {"order_id": "A17"})
+    question = messages[last_user]["content"]
+    return {"content": f'About "{question}": I can help with orders, refunds and accounts.'}
 
 
 def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
