@@ -1,7 +1,8 @@
 """examples/tools/ end to end: the refund agent keeps its five tool rules (one per kind of tool
-assertion) at depths 0 and 3 and breaks each at 6, through the CLI, in delegate mode (one process per call) and report mode
-(persistent workers); the JSON report lists the calls and validates against the schema; and
-repeats, shards, merge and compare work for tool rules as for any rule."""
+assertion) at depths 0 and 3 and breaks each at 6, through the CLI, in delegate mode (one
+process per call) and report mode (persistent workers); the JSON report lists the calls and
+validates against the schema; and repeats, shards, merge and compare work for tool rules as for
+any rule."""
 
 from __future__ import annotations
 

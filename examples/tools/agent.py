@@ -108,7 +108,7 @@ def main() -> int:
     for line in sys.stdin:
         try:
             answer = respond(json.loads(line))
-        except Exception as error:  # an answer RuleDrift shows, never a traceback on stdout
+        except Exception as error:  # noqa: BLE001 - an answer RuleDrift shows, not a traceback
             answer = {"error": f"the agent failed: {type(error).__name__}: {error}"}
         sys.stdout.write(json.dumps(answer) + "\n")
         sys.stdout.flush()
