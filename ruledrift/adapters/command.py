@@ -171,16 +171,7 @@ class CommandAdapter:
     def _request(self, messages: Sequence[Message], context: CallContext) -> bytes:
         where = _where(context)
         if self._config.protocol == 1:
-            if context.tools is not None or any(m.role == "tool" for m in messages):
-                raise _error(
-                    "the suite offers tools, which command protocol 1 cannot send: set "
-                    '"protocol": 2 in the command adapter (docs/command-adapter.md#protocol-2)'
-                )
-            request: dict[str, object] = {
-                "protocol": PROTOCOL,
-                "messages": [{"role": m.role, "content": m.content} for m in messages],
-                "context": where,
-            }
+            request = _request_v1(messages, context, where)
         else:
             request = request_body(messages, context, where, self._config.tool_mode)
         # ASCII with \u escapes: any JSON reader decodes it, whatever its locale; and one line.
@@ -195,7 +186,9 @@ class CommandAdapter:
         except OutputTooLarge:
             problem = f"wrote more than {self._max_output:,} bytes to stdout (the limit)"
         else:
-            self._check_exec(code, stderr)
+            failed_exec = self._could_not_exec(code, stderr)
+            if failed_exec is not None:
+                raise failed_exec
             return _response(output, code, stderr)
         raise _error(f"the agent {problem} and was killed", stderr)
 
@@ -254,16 +247,14 @@ class CommandAdapter:
 
     def _ended(self, code: int, stderr: bytearray) -> AdapterError:
         """A worker that ended before it answered: it could not start, or it crashed."""
-        failed_exec = exec_failure(bytes(stderr)) if code in (126, 127) else None
-        if failed_exec is not None:
-            return self._not_started(failed_exec)
-        return _error(f"the agent {describe_exit(code)} before it answered", stderr)
+        return self._could_not_exec(code, stderr) or _error(
+            f"the agent {describe_exit(code)} before it answered", stderr
+        )
 
-    def _check_exec(self, code: int, stderr: bytearray) -> None:
-        """Raise when `setpriv`, which execs the agent, could not."""
+    def _could_not_exec(self, code: int, stderr: bytearray) -> AdapterError | None:
+        """The error when `setpriv`, which execs the agent, could not; else None."""
         failed_exec = exec_failure(bytes(stderr)) if code in (126, 127) else None
-        if failed_exec is not None:
-            raise self._not_started(failed_exec)
+        return None if failed_exec is None else self._not_started(failed_exec)
 
     def _not_started(self, reason: str) -> AdapterError:
         return _error(
@@ -277,6 +268,23 @@ def _executable(path: Path) -> bool:
         return os.access(path, os.X_OK)
     except ValueError:  # a lone surrogate: it cannot be started either
         return False
+
+
+def _request_v1(
+    messages: Sequence[Message], context: CallContext, where: dict[str, object]
+) -> dict[str, object]:
+    """Protocol 1's request, which has no tools: a call with tools fails rather than losing
+    them (a tool rule would pass on an agent that was never offered the tool)."""
+    if context.tools is not None or any(m.role == "tool" for m in messages):
+        raise _error(
+            "the suite offers tools, which command protocol 1 cannot send: set "
+            '"protocol": 2 in the command adapter (docs/command-adapter.md#protocol-2-tools)'
+        )
+    return {
+        "protocol": PROTOCOL,
+        "messages": [{"role": m.role, "content": m.content} for m in messages],
+        "context": where,
+    }
 
 
 def _where(context: CallContext) -> dict[str, object]:

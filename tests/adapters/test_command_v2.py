@@ -248,7 +248,7 @@ def test_protocol_1_refuses_a_call_with_tools() -> None:
     message = failure(adapter("echo", protocol=1))
     assert message == (
         'the suite offers tools, which command protocol 1 cannot send: set "protocol": 2 in '
-        "the command adapter (docs/command-adapter.md#protocol-2)"
+        "the command adapter (docs/command-adapter.md#protocol-2-tools)"
     )
 
 
@@ -737,6 +737,7 @@ def test_protocol_1_is_the_default(tmp_path: Path) -> None:
             '/adapter/persistent: "persistent" needs "protocol": 2',
         ),
         ({"protocol": 3}, "/adapter/protocol: expected one of 1, 2; got 3"),
+        ({"protocol": 2.0}, "/adapter/protocol: expected an integer, e.g. 2 (not 2.0)"),
         (
             {"protocol": 2, "toolMode": "delegated"},
             '/adapter/toolMode: expected one of "delegate", "report"; got "delegated" (did you '
@@ -744,7 +745,7 @@ def test_protocol_1_is_the_default(tmp_path: Path) -> None:
         ),
         ({"protocol": 2, "persistent": "yes"}, "/adapter/persistent: expected true or false"),
     ],
-    ids=["mode-v1", "persistent-v1", "protocol-3", "mode-typo", "persistent-string"],
+    ids=["mode-v1", "persistent-v1", "protocol-3", "protocol-float", "mode-typo", "persistent-str"],
 )
 def test_protocol_2_settings_are_checked(
     tmp_path: Path, fields: dict[str, Any], expected: str
