@@ -15,7 +15,7 @@ raw HEX           answer every request with the bytes HEX (no newline added)
 crash-on N        answer as echo, but on the N-th request log to stderr and exit 3
 hang-on N PIDS    answer as echo, but on the N-th request start a sleeping child, write this
                   process's pid and the child's to the file PIDS, and sleep
-extra-line        answer as echo, then write a second line
+extra-line        answer with {pid, served} and a second line, in one write
 flood             answer with 10 MB and no newline
 sleep S           answer as echo after sleeping S seconds
 
@@ -89,9 +89,11 @@ def serve(line: bytes, mode: str, args: list[str]) -> None:
         sys.exit(3)
     elif mode == "hang-on" and served == int(args[0]):
         hang(args[1])
-    elif mode == "extra-line":
-        echo(request)
-        answer({"content": "a second answer nobody asked for"})
+    elif mode == "extra-line":  # both lines in one write: they arrive together
+        first = json.dumps({"content": json.dumps({"pid": os.getpid(), "served": served})})
+        second = json.dumps({"content": "a second answer nobody asked for"})
+        sys.stdout.write(f"{first}\n{second}\n")
+        sys.stdout.flush()
     elif mode == "flood":
         sys.stdout.write("x" * 10_000_000)
         sys.stdout.flush()
