@@ -1,8 +1,12 @@
 """The command adapter: one process per model call, a JSON request on its stdin, a JSON answer on
-its stdout. The protocol, its limits and its errors are described in docs/command-adapter.md."""
+its stdout; or, with protocol 2 and `"persistent": true`, long-lived workers that answer one
+request line with one answer line (`boundary/workers.py`). Protocol 2's request and answers are
+read in `command_v2`. The protocol, its limits and its errors are described in
+docs/command-adapter.md."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -13,8 +17,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ruledrift.adapters.base import AdapterError, AdapterType, CallContext, Completion
+from ruledrift.adapters.command_v2 import AnswerProblem, ToolMode, read_answer, request_body
 from ruledrift.boundary.processes import describe_exit, exec_failure
 from ruledrift.boundary.programs import OutputTooLarge, ProgramNotStarted, Programs
+from ruledrift.boundary.workers import StrayOutput, WorkerExited, Workers
 from ruledrift.data import Message, TargetInfo
 from ruledrift.text import cut_text, json_kind, repair_surrogates
 
@@ -36,6 +42,9 @@ class CommandAdapterConfig:
     cwd: Path
     timeout_ms: int
     type: Literal["command"] = "command"
+    protocol: Literal[1, 2] = 1
+    tool_mode: ToolMode = "delegate"  # protocol 2
+    persistent: bool = False  # protocol 2: long-lived workers instead of a process per call
 
     @property
     def model(self) -> str | None:
@@ -55,6 +64,14 @@ def settings_problems(settings: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
                 pointer,
                 "contains a NUL character (\\u0000), which no program can receive; remove it",
             )
+    if settings.get("protocol", 1) == 1:  # another value is the schema's to report
+        for key in ("toolMode", "persistent"):
+            if key in settings:
+                yield (
+                    f"/{key}",
+                    f'"{key}" needs "protocol": 2 (protocol 1 has neither tools nor persistent '
+                    f'workers): set "protocol": 2 beside it, or remove "{key}"',
+                )
 
 
 def parse_config(settings: Mapping[str, Any], suite_dir: Path) -> CommandAdapterConfig:
@@ -63,6 +80,9 @@ def parse_config(settings: Mapping[str, Any], suite_dir: Path) -> CommandAdapter
         args=tuple(settings.get("args", ())),
         cwd=Path(os.path.normpath(suite_dir / settings.get("cwd", "."))),
         timeout_ms=settings.get("timeoutMs", DEFAULT_TIMEOUT_MS),
+        protocol=settings.get("protocol", 1),
+        tool_mode=settings.get("toolMode", "delegate"),
+        persistent=settings.get("persistent", False),
     )
 
 
@@ -71,8 +91,10 @@ class _BadOutput(Exception):
 
 
 class CommandAdapter:
-    """Runs `[command, *args]` once per call (no shell) in `cwd`, in a process group of its own,
-    and kills the whole group when the call ends, times out or is cancelled."""
+    """Runs `[command, *args]` (no shell) in `cwd`, in a process group of its own: once per call,
+    killing the whole group when the call ends, times out or is cancelled; or, `persistent`,
+    as long-lived workers, one per call in flight, each killed when it fails a call and all of
+    them at `aclose`."""
 
     def __init__(
         self, config: CommandAdapterConfig, *, max_output_bytes: int = MAX_OUTPUT_BYTES
@@ -81,9 +103,15 @@ class CommandAdapter:
         self._argv = (config.command, *config.args)
         self._max_output = max_output_bytes
         self._programs = Programs()  # the calls in flight
+        self._workers = (
+            Workers(self._argv, config.cwd, max_line=max_output_bytes)
+            if config.persistent
+            else None
+        )
 
     async def open(self, *, tools: bool = False) -> None:
-        """Check, without starting anything, that `cwd` is a directory and the command exists."""
+        """Check, without starting anything, that `cwd` is a directory and the command exists
+        (persistent workers start with the first calls)."""
         cwd, command = self._config.cwd, self._config.command
         if not cwd.is_dir():
             what = "is not a directory" if cwd.exists() else "does not exist"
@@ -112,33 +140,57 @@ class CommandAdapter:
             )
 
     def target_info(self) -> TargetInfo:
-        return TargetInfo(adapter="command", model=None, details={"command": list(self._argv)})
+        details: dict[str, object] = {"command": list(self._argv)}
+        if self._config.protocol == 2:
+            details |= {
+                "protocol": 2,
+                "toolMode": self._config.tool_mode,
+                "persistent": self._config.persistent,
+            }
+        return TargetInfo(adapter="command", model=None, details=details)
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
+        request = self._request(messages, context)
         stderr = bytearray()
+        if self._workers is None:
+            response = await self._run_once(request, stderr)
+        else:
+            response = await self._ask_worker(self._workers, request, stderr)
+        answer = self._completion(response, context, stderr)
+        if context.seed is None:
+            return answer
+        return dataclasses.replace(answer, metadata={**answer.metadata, "seed": context.seed})
+
+    async def aclose(self) -> None:
+        """Kill the agents of calls still in flight, and what they started (those calls then
+        fail with AdapterError), and every persistent worker."""
+        self._programs.kill_all()
+        if self._workers is not None:
+            await self._workers.aclose()
+
+    def _request(self, messages: Sequence[Message], context: CallContext) -> bytes:
+        where = _where(context)
+        if self._config.protocol == 1:
+            request = _request_v1(messages, context, where)
+        else:
+            request = request_body(messages, context, where, self._config.tool_mode)
+        # ASCII with \u escapes: any JSON reader decodes it, whatever its locale; and one line.
+        return json.dumps(request).encode("ascii") + b"\n"
+
+    async def _run_once(self, request: bytes, stderr: bytearray) -> dict[str, object]:
+        """The response of a process started for this call, its `error` and exit dealt with."""
         try:
-            output, code = await self._call(_request(messages, context), stderr)
+            output, code = await self._call(request, stderr)
         except TimeoutError:
             problem = f"did not answer within {self._config.timeout_ms} ms (timeoutMs)"
         except OutputTooLarge:
             problem = f"wrote more than {self._max_output:,} bytes to stdout (the limit)"
         else:
-            failed_exec = exec_failure(bytes(stderr)) if code in (126, 127) else None
-            if failed_exec is not None:  # setpriv, which execs the agent, could not
-                raise _error(
-                    f'could not start the agent command "{self._config.command}" in '
-                    f"{self._config.cwd}: {failed_exec}"
-                )
-            answer = _answer(output, code, stderr)
-            if context.seed is None:
-                return answer
-            return Completion(answer.content, {**answer.metadata, "seed": context.seed})
+            failed_exec = self._could_not_exec(code, stderr)
+            if failed_exec is not None:
+                raise failed_exec
+            return _response(output, code, stderr)
         raise _error(f"the agent {problem} and was killed", stderr)
-
-    async def aclose(self) -> None:
-        """Kill the agents of calls still in flight, and what they started (those calls then
-        fail with AdapterError)."""
-        self._programs.kill_all()
 
     async def _call(self, request: bytes, stderr: bytearray) -> tuple[bytes, int]:
         """Start the agent, feed it the request, read its answer, wait for its exit (see
@@ -153,10 +205,62 @@ class CommandAdapter:
                 stderr=stderr,
             )
         except ProgramNotStarted as failure:
-            raise _error(
-                f'could not start the agent command "{self._config.command}" in '
-                f"{self._config.cwd}: {failure}"
-            ) from None
+            raise self._not_started(str(failure)) from None
+
+    async def _ask_worker(
+        self, workers: Workers, request: bytes, stderr: bytearray
+    ) -> dict[str, object]:
+        """The response of a persistent worker (see `Workers.ask`: one that fails is killed),
+        its `error` dealt with."""
+        try:
+            response = await workers.ask(
+                request, _parse_line, timeout_s=self._config.timeout_ms / 1000, stderr=stderr
+            )
+        except TimeoutError:
+            problem = f"did not answer within {self._config.timeout_ms} ms (timeoutMs)"
+        except OutputTooLarge:
+            problem = f"wrote more than {self._max_output:,} bytes to stdout (the limit)"
+        except StrayOutput as stray:
+            problem = (
+                f"wrote {stray.size:,} bytes to stdout after its previous answer (a persistent "
+                "agent writes exactly one line per request, and its logs to stderr)"
+            )
+        except WorkerExited as exited:
+            raise self._ended(exited.code, stderr) from None
+        except ProgramNotStarted as failure:
+            raise self._not_started(str(failure)) from None
+        except _BadOutput as bad:
+            raise _error(f"{bad}; the agent was killed", stderr) from None
+        else:
+            return _checked(response, 0, stderr)
+        raise _error(f"the agent {problem} and was killed", stderr)
+
+    def _completion(
+        self, response: Mapping[str, object], context: CallContext, stderr: bytearray
+    ) -> Completion:
+        if self._config.protocol == 1:
+            return _content(response, stderr)
+        try:
+            return read_answer(response, self._config.tool_mode, context)
+        except AnswerProblem as problem:
+            raise _error(f"the agent's response {problem}", stderr) from None
+
+    def _ended(self, code: int, stderr: bytearray) -> AdapterError:
+        """A worker that ended before it answered: it could not start, or it crashed."""
+        return self._could_not_exec(code, stderr) or _error(
+            f"the agent {describe_exit(code)} before it answered", stderr
+        )
+
+    def _could_not_exec(self, code: int, stderr: bytearray) -> AdapterError | None:
+        """The error when `setpriv`, which execs the agent, could not; else None."""
+        failed_exec = exec_failure(bytes(stderr)) if code in (126, 127) else None
+        return None if failed_exec is None else self._not_started(failed_exec)
+
+    def _not_started(self, reason: str) -> AdapterError:
+        return _error(
+            f'could not start the agent command "{self._config.command}" in '
+            f"{self._config.cwd}: {reason}"
+        )
 
 
 def _executable(path: Path) -> bool:
@@ -166,7 +270,25 @@ def _executable(path: Path) -> bool:
         return False
 
 
-def _request(messages: Sequence[Message], context: CallContext) -> bytes:
+def _request_v1(
+    messages: Sequence[Message], context: CallContext, where: dict[str, object]
+) -> dict[str, object]:
+    """Protocol 1's request, which has no tools: a call with tools fails rather than losing
+    them (a tool rule would pass on an agent that was never offered the tool)."""
+    if context.tools is not None or any(m.role == "tool" for m in messages):
+        raise _error(
+            "the suite offers tools, which command protocol 1 cannot send: set "
+            '"protocol": 2 in the command adapter (docs/command-adapter.md#protocol-2-tools)'
+        )
+    return {
+        "protocol": PROTOCOL,
+        "messages": [{"role": m.role, "content": m.content} for m in messages],
+        "context": where,
+    }
+
+
+def _where(context: CallContext) -> dict[str, object]:
+    """The request's `context`: which call this is."""
     where: dict[str, object] = {
         "suite": context.suite,
         "scenario": context.scenario,
@@ -182,29 +304,34 @@ def _request(messages: Sequence[Message], context: CallContext) -> bytes:
         where["afterTurn"] = context.after_turn
         if context.control:
             where["control"] = True
-    request = {
-        "protocol": PROTOCOL,
-        "messages": [{"role": m.role, "content": m.content} for m in messages],
-        "context": where,
-    }
-    # ASCII with \u escapes: any JSON reader decodes it, whatever its locale.
-    return json.dumps(request).encode("ascii") + b"\n"
+    return where
 
 
-def _answer(output: bytes, code: int, stderr: bytes | bytearray) -> Completion:
-    """The answer in the output, or AdapterError: a non-zero exit fails even with a content, and
-    an `error` is reported (with the exit) whatever the exit code."""
+def _response(output: bytes, code: int, stderr: bytes | bytearray) -> dict[str, object]:
+    """The response in the output, or AdapterError: a non-zero exit fails even with a content,
+    and an `error` is reported (with the exit) whatever the exit code."""
     try:
         response = _parse(output)
     except _BadOutput as bad:
         problem = str(bad) if code == 0 else f"the agent {describe_exit(code)}"
         raise _error(problem, stderr) from None
+    return _checked(response, code, stderr)
+
+
+def _checked(
+    response: dict[str, object], code: int, stderr: bytes | bytearray
+) -> dict[str, object]:
     error = response.get("error")
     if error is not None:
         exit_note = "" if code == 0 else f" (the agent {describe_exit(code)})"
         raise _error(f"the agent reported an error: {_quoted_error(error)}{exit_note}", stderr)
     if code != 0:
         raise _error(f"the agent {describe_exit(code)}", stderr)
+    return response
+
+
+def _content(response: Mapping[str, object], stderr: bytes | bytearray) -> Completion:
+    """Protocol 1's answer: its `content`."""
     content = response.get("content")
     if not isinstance(content, str):
         problem = (
@@ -228,6 +355,13 @@ def _quoted_error(error: object) -> str:
         except RecursionError:
             text = f"({json_kind(error)} too deeply nested to show)"
     return cut_text(text, MAX_ERROR_CHARS)
+
+
+def _parse_line(line: bytes) -> dict[str, object]:
+    """A persistent worker's answer line."""
+    if not line.strip():
+        raise _BadOutput("the agent wrote an empty line to stdout (expected one JSON object)")
+    return _parse(line)
 
 
 def _parse(output: bytes) -> dict[str, object]:

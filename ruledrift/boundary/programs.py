@@ -14,8 +14,8 @@ from pathlib import Path
 from ruledrift.boundary.processes import ChildOptions, kill_child, tied_child
 
 STDERR_KEEP_BYTES = 8000  # stderr's last bytes kept: 4 per UTF-8 character of a 2000-char tail
-_CHUNK = 64 * 1024
-_CLEANUP_SECONDS = 2.0  # after the kill, how long to wait for the pipes to close and the exit
+CHUNK = 64 * 1024
+CLEANUP_SECONDS = 2.0  # after the kill, how long to wait for the pipes to close and the exit
 
 
 class ProgramNotStarted(Exception):
@@ -52,13 +52,13 @@ class Programs:
         `stderr` whatever happens. Raises TimeoutError past `timeout_s`, OutputTooLarge past
         `max_stdout` bytes, ProgramNotStarted when it cannot start."""
         options = tied_child()
-        process, cancelled = await _start(argv, cwd, options)
+        process, cancelled = await start(argv, cwd, options)
         assert process.stdin
         assert process.stdout
         assert process.stderr
         self._in_flight[process.pid] = options.mark
         feeding = asyncio.create_task(_feed(process.stdin, stdin))
-        draining = asyncio.create_task(_keep_tail(process.stderr, stderr))
+        draining = asyncio.create_task(keep_tail(process.stderr, stderr))
         try:
             if cancelled:
                 raise asyncio.CancelledError
@@ -73,16 +73,16 @@ class Programs:
             rest = [
                 feeding,
                 draining,
-                asyncio.create_task(_discard(process.stdout)),
+                asyncio.create_task(discard(process.stdout)),
                 asyncio.create_task(process.wait()),
             ]
-            _, pending = await asyncio.wait(rest, timeout=_CLEANUP_SECONDS)
+            _, pending = await asyncio.wait(rest, timeout=CLEANUP_SECONDS)
             for task in pending:
                 task.cancel()
             await asyncio.gather(*rest, return_exceptions=True)
 
 
-async def _start(argv: Sequence[str], cwd: Path, options: ChildOptions) -> tuple[Process, bool]:
+async def start(argv: Sequence[str], cwd: Path, options: ChildOptions) -> tuple[Process, bool]:
     """The started program, and whether the caller was cancelled meanwhile: a spawn is never
     cancelled half-way, as asyncio would then kill the program alone and wait for its children
     to close the pipes. A spawn takes moments."""
@@ -135,19 +135,19 @@ async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
 
 async def _read_at_most(stream: asyncio.StreamReader, limit: int) -> bytes:
     output = bytearray()
-    while chunk := await stream.read(_CHUNK):
+    while chunk := await stream.read(CHUNK):
         output += chunk
         if len(output) > limit:
             raise OutputTooLarge
     return bytes(output)
 
 
-async def _keep_tail(stream: asyncio.StreamReader, tail: bytearray) -> None:
-    while chunk := await stream.read(_CHUNK):
+async def keep_tail(stream: asyncio.StreamReader, tail: bytearray) -> None:
+    while chunk := await stream.read(CHUNK):
         tail += chunk
         del tail[:-STDERR_KEEP_BYTES]
 
 
-async def _discard(stream: asyncio.StreamReader) -> None:
-    while await stream.read(_CHUNK):
+async def discard(stream: asyncio.StreamReader) -> None:
+    while await stream.read(CHUNK):
         pass
