@@ -267,7 +267,7 @@ def _problems(
             offset_map = doc.keys if finding.at_key else doc.values
             offset = offset_map.get(finding.pointer, doc.values.get(finding.pointer, 0))
             parts = list(error.absolute_path)
-            message = finding.message + context(doc.value, parts)
+            message = finding.message + (context(doc.value, parts) or _tool_named(doc.value, parts))
             yield _issue(path, *doc.line_col(offset), finding.pointer, message)
     for index, found in histories.items():
         yield from found.issues
@@ -278,6 +278,18 @@ def _problems(
     suite_dir = Path(os.path.abspath(path)).parent
     for pointer, message in _cross_field_problems(doc.value, recorded, suite_dir):
         yield at_value(pointer, message)
+
+
+def _tool_named(data: object, path: list[str | int]) -> str:
+    """' (tool "refund")' for a problem inside a declared tool (`context` names the rules,
+    scenarios and probes a problem is in)."""
+    tools = data.get("tools") if isinstance(data, dict) else None
+    if len(path) < 2 or path[0] != "tools" or not isinstance(tools, list):
+        return ""
+    index = path[1]
+    tool = tools[index] if isinstance(index, int) and index < len(tools) else None
+    name = tool.get("name") if isinstance(tool, dict) else None
+    return f" (tool {show(name)})" if isinstance(name, str) else ""
 
 
 def _findings(error: ValidationError) -> Iterator[SchemaFinding]:

@@ -56,7 +56,7 @@ class Declared:
         # references are checked only against a well-formed list (the schema reports the rest)
         self.complete = (
             isinstance(value, list)
-            and len(self.items) == len(value)
+            and 0 < len(self.items) == len(value)
             and all(isinstance(name, str) for name in names)
         )
         self._schemas: dict[str, dict[str, Any] | None] = {}

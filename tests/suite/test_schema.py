@@ -78,7 +78,9 @@ def test_every_assertion_type_has_a_branch_and_a_check() -> None:
         b["if"]["properties"]["type"]["const"] for b in SCHEMA["$defs"]["assertion"]["allOf"]
     ]
     assert types == branches
-    assert set(types) == set(CHECKS) | {"matches", "notMatches", "command", "judge"} | TOOL_ASSERTIONS
+    assert (
+        set(types) == set(CHECKS) | {"matches", "notMatches", "command", "judge"} | TOOL_ASSERTIONS
+    )
 
 
 def test_a_language_is_one_of_the_identifiers_iso_codes() -> None:
