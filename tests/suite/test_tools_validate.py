@@ -339,6 +339,10 @@ SCENARIO = 'scenario "shift": '
             f'{TURN}/answers: unknown field "answers" (did you mean "answer"?) (scenario "shift")',
         ),
         (
+            lambda d: d["scenarios"][0]["turns"][1].update(calls=[]),
+            f'{TURN}/calls: expected at least 1 item(s) in calls, got 0 (scenario "shift")',
+        ),
+        (
             lambda d: d["scenarios"][0]["turns"].append(7),
             "/scenarios/0/turns/2: expected a string or an object, got an integer "
             '(scenario "shift")',
@@ -351,7 +355,8 @@ def test_scripted_turns(tmp_path: Path, change: Change, expected: str) -> None:
 
 def test_a_scripted_turn_needs_tools(tmp_path: Path) -> None:
     data = base_suite()
-    data["scenarios"][0]["turns"][1] = {"user": "hi", "calls": [], "answer": "hello"}
+    call = {"tool": "lookup_order", "arguments": {"order_id": "A-1"}}
+    data["scenarios"][0]["turns"][1] = {"user": "hi", "calls": [call], "answer": "hello"}
     assert problems(tmp_path, data) == [
         '/scenarios/0/turns/1: scenario "smalltalk": a scripted turn needs tools: declare the '
         'tools the agent is offered in the suite\'s "tools"'
