@@ -46,8 +46,8 @@ _FORMS = (
     '{"gt"|"gte"|"lt"|"lte": number}, {"matches": "pattern", "flags": "…"}, {"oneOf": […]} '
     'or {"exists": true|false}'
 )
-# The JSON kinds of a value, as a JSON Schema "type" names them
-_NUMBER_TYPES = {"number", "integer"}
+_NUMBER_TYPES = {"number", "integer"}  # the JSON Schema types a comparison can read
+_LISTED = 10  # argument names a message lists
 
 
 def is_matcher(value: object) -> bool:
@@ -107,7 +107,10 @@ def _unknown_argument(name: str, properties: Mapping[str, Any], tool: str) -> st
             f'"properties"), so there is no argument {show(name)} to check'
         )
     meant = close_match(name, list(properties))
-    hint = f"did you mean {show(meant)}?" if meant else f"its arguments: {', '.join(properties)}"
+    names = list(properties)
+    more = f", … and {len(names) - _LISTED} more" if len(names) > _LISTED else ""
+    listed = f"its arguments: {', '.join(names[:_LISTED])}{more}"
+    hint = f"did you mean {show(meant)}?" if meant else listed
     return f"tool {show(tool)} has no argument {show(name)} ({hint})"
 
 

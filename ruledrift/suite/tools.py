@@ -59,20 +59,26 @@ class Declared:
             and 0 < len(self.items) == len(value)
             and all(isinstance(name, str) for name in names)
         )
-        self._schemas: dict[str, dict[str, Any] | None] = {}
-        for _, tool in self.items:
-            name, schema = tool.get("name"), tool.get("parameters")
-            if isinstance(name, str) and name not in self._schemas:
-                valid = isinstance(schema, dict) and not any(parameters_problems(schema))
-                self._schemas[name] = schema if valid and isinstance(schema, dict) else None
+        # each tool's parameters' problems (by index), and its first index (by name)
+        self.problems = {i: list(parameters_problems(t.get("parameters"))) for i, t in self.items}
+        self._first: dict[str, int] = {}
+        for index, name in zip((i for i, _ in self.items), names, strict=True):
+            if isinstance(name, str):
+                self._first.setdefault(name, index)
+        self._tools = dict(self.items)
 
-    def parameters(self, name: object) -> dict[str, Any] | None:
-        """The tool's parameters, when it is declared and they are a valid schema."""
-        return self._schemas.get(name) if isinstance(name, str) else None
+    def parameters(self, name: object, index: int | None = None) -> dict[str, Any] | None:
+        """The parameters of the tool called `name` (or of the tool at `index`), when they are
+        a valid schema."""
+        index = self._first.get(name) if isinstance(name, str) and index is None else index
+        if index is None or self.problems[index]:
+            return None
+        schema = self._tools[index].get("parameters")
+        return schema if isinstance(schema, dict) else None
 
-    def properties(self, name: object) -> dict[str, Any] | None:
+    def properties(self, name: object, index: int | None = None) -> dict[str, Any] | None:
         """The arguments the tool declares (None: not known, so not checked)."""
-        schema = self.parameters(name)
+        schema = self.parameters(name, index)
         found = schema.get("properties", {}) if schema is not None else None
         return found if isinstance(found, dict) else None
 
@@ -96,7 +102,7 @@ def tool_problems(data: Mapping[str, Any]) -> Iterator[Problem]:
     """Every problem of the suite's tools, toolChoice, scripted turns and tool assertions."""
     declared = Declared(data)
     for index, tool in declared.items:
-        for pointer, message in _tool_problems(tool, declared):
+        for pointer, message in _tool_problems(index, tool, declared):
             yield f"/tools/{index}{pointer}", message
     yield from _duplicate_names(declared)
     yield from _choice_problems(data.get("toolChoice"), declared)
@@ -117,7 +123,7 @@ def tool_problems(data: Mapping[str, Any]) -> Iterator[Problem]:
 # --- the tools block ---------------------------------------------------------------------------
 
 
-def _tool_problems(tool: dict[str, Any], declared: Declared) -> Iterator[Problem]:
+def _tool_problems(index: int, tool: dict[str, Any], declared: Declared) -> Iterator[Problem]:
     name = tool.get("name")
     label = f"tool {show(name)}: " if isinstance(name, str) else ""
     if name in CHOICES:
@@ -128,9 +134,9 @@ def _tool_problems(tool: dict[str, Any], declared: Declared) -> Iterator[Problem
                 f'{_CHOICE_WORDS[name]}"; rename the tool'
             ),
         )
-    for pointer, message in parameters_problems(tool.get("parameters")):
+    for pointer, message in declared.problems[index]:
         yield f"/parameters{pointer}", label + message
-    for pointer, message in _mock_problems(tool, declared.properties(name), str(name)):
+    for pointer, message in _mock_problems(tool, declared.properties(name, index), str(name)):
         yield pointer, label + message
 
 
@@ -150,18 +156,17 @@ def _mock_problems(
         )
     if "result" in tool and "error" in tool:
         yield "/error", '"result" and "error" both answer every call: keep one of them'
-    always: int | None = None  # the first case that answers every call
-    for index, case in objects(tool.get("results")):
-        at = f"/results/{index}"
-        if always is not None:
-            yield at, f"never used: results/{always} has no conditions and answers every call"
-            continue
-        yield from _answer_problems(case, at, "an entry of results")
-        when = case.get("when", {})
-        for pointer, message in conditions_problems(when, properties, name):
-            yield f"{at}/when{pointer}", message
-        if isinstance(when, dict) and not when:
-            always = index
+    cases = objects(tool.get("results"))
+    always = next((index for index, case in cases if case.get("when", {}) == {}), None)
+    for index, case in cases:
+        if always is not None and index > always:
+            yield (
+                f"/results/{index}",
+                (f"never used: results/{always} has no conditions and answers every call"),
+            )
+        else:
+            for pointer, message in _case_problems(case, properties, name):
+                yield f"/results/{index}{pointer}", message
     for key in ("result", "error"):
         if always is not None and key in tool:
             yield (
@@ -170,12 +175,20 @@ def _mock_problems(
             )
 
 
-def _answer_problems(item: dict[str, Any], at: str, what: str) -> Iterator[Problem]:
-    """`result` and `error` together (a mock case needs one of them: `required`)."""
+def _case_problems(
+    case: dict[str, Any], properties: Mapping[str, Any] | None, name: str
+) -> Iterator[Problem]:
+    """An entry of a tool's `results`: its answer, and its conditions."""
+    yield from _both_answers(case, "", "an entry of results")
+    if "result" not in case and "error" not in case:
+        yield "", 'an entry of results needs its answer: "result" (any JSON) or "error" (a message)'
+    for pointer, message in conditions_problems(case.get("when"), properties, name):
+        yield f"/when{pointer}", message
+
+
+def _both_answers(item: dict[str, Any], at: str, what: str) -> Iterator[Problem]:
     if "result" in item and "error" in item:
         yield f"{at}/error", f'{what} gives "result" or "error", not both: keep one of them'
-    elif what == "an entry of results" and "result" not in item and "error" not in item:
-        yield at, f'{what} needs its answer: "result" (any JSON) or "error" (a message)'
 
 
 def _duplicate_names(declared: Declared) -> Iterator[Problem]:
@@ -232,7 +245,7 @@ def _call_problems(call: dict[str, Any], declared: Declared) -> Iterator[Problem
     unknown = declared.unknown(tool)
     if unknown:
         yield "/tool", unknown
-    yield from _answer_problems(call, "", "a scripted call")
+    yield from _both_answers(call, "", "a scripted call")
     schema, arguments = declared.parameters(tool), call.get("arguments")
     if schema is None or not isinstance(arguments, dict):
         return

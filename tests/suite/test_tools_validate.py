@@ -440,6 +440,27 @@ def test_tool_assertions(tmp_path: Path, assertion: dict[str, Any], expected: st
     assert_one(tmp_path, change, expected)
 
 
+def test_conditions_on_a_tool_without_declared_arguments(tmp_path: Path) -> None:
+    data = tool_suite()
+    refund(data)["parameters"] = {"type": "object"}
+    first_assertion(data)["where"] = {"amount/usd": {"gt": 100}}
+    assert problems(tmp_path, data) == [
+        f'{A}/where/amount~1usd: {PROBE}tool "refund" declares no arguments (its parameters '
+        'have no "properties"), so there is no argument "amount/usd" to check'
+    ]
+
+
+def test_a_long_list_of_arguments_is_cut_short(tmp_path: Path) -> None:
+    data = tool_suite()
+    refund(data)["parameters"]["properties"] = {f"field{n}": {} for n in range(12)}
+    first_assertion(data)["where"] = {"amount": 5}
+    listed = ", ".join(f"field{n}" for n in range(10))
+    assert problems(tmp_path, data) == [
+        f'{A}/where/amount: {PROBE}tool "refund" has no argument "amount" (its arguments: '
+        f"{listed}, … and 2 more)"
+    ]
+
+
 @pytest.mark.parametrize("kind", ["calls", "notCalls", "noCalls", "callsBefore", "validCalls"])
 def test_a_tool_assertion_needs_tools(tmp_path: Path, kind: str) -> None:
     assertion = {"type": kind, "tool": "refund", "first": "a", "then": "b"}
