@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, cast
-from urllib.parse import unquote
 
 from jsonschema import validators
 from jsonschema.exceptions import ValidationError, best_match
 from jsonschema.protocols import Validator
+from referencing.exceptions import Unresolvable
 
-from ruledrift.jsondoc.positions import pointer_of
 from ruledrift.jsondoc.schema_messages import findings, show
+from ruledrift.suite.references import reference_problems
 
 Problem = tuple[str, str]
 
@@ -53,7 +53,7 @@ def parameters_problems(schema: object) -> Iterator[Problem]:
     yield from invalid
     if invalid:
         return
-    yield from _reference_problems(schema, "", schema)
+    yield from reference_problems(schema)
     if schema.get("type") != "object":
         where = "/type" if "type" in schema else ""
         yield (
@@ -94,53 +94,17 @@ def _deepest(error: ValidationError) -> ValidationError:
     return error
 
 
-def _reference_problems(node: object, at: str, root: dict[str, Any]) -> Iterator[Problem]:
-    """`$ref`s that point outside the schema (RuleDrift never fetches a schema) or at nothing
-    in it."""
-    if isinstance(node, list):
-        for index, item in enumerate(node):
-            yield from _reference_problems(item, f"{at}/{index}", root)
-    if not isinstance(node, dict):
-        return
-    for key, value in node.items():
-        pointer = at + pointer_of(key)
-        if key not in ("$ref", "$dynamicRef") or not isinstance(value, str):
-            yield from _reference_problems(value, pointer, root)
-        elif not value.startswith("#"):
-            yield (
-                pointer,
-                (
-                    f"{show(value)} points outside the schema; RuleDrift fetches no schema: "
-                    'refer to a definition inside it ("#/$defs/…")'
-                ),
-            )
-        elif not _resolves(root, value[1:]):
-            yield pointer, f"{show(value)} points at nothing in the schema"
-
-
-def _resolves(root: object, fragment: str) -> bool:
-    """Whether a `$ref`'s fragment names a part of the schema: "" (the whole), a JSON pointer
-    that leads somewhere, or an anchor (`#name`, not followed here)."""
-    if not fragment.startswith("/"):
-        return True
-    node = root
-    for token in fragment[1:].split("/"):
-        part = unquote(token).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return False
-    return True
-
-
 def arguments_problems(schema: Mapping[str, Any], arguments: object) -> Iterator[Problem]:
     """Where `arguments` break a valid parameters schema (pointers relative to the arguments)."""
     draft = draft_of(schema)
     if draft is None:
         return
     checker = draft(cast(Any, schema))
-    for error in _in_order(checker.iter_errors(cast(Any, arguments))):
+    try:
+        errors = _in_order(checker.iter_errors(cast(Any, arguments)))
+    except (Unresolvable, RecursionError):  # reference_problems should have said why
+        yield "", "they could not be checked against the tool's parameters"
+        return
+    for error in errors:
         for finding in findings(_deepest(error)):
             yield finding.pointer, finding.message

@@ -139,6 +139,12 @@ def test_tools_block(tmp_path: Path, change: Change, expected: str) -> None:
 
 # --- parameters: a JSON Schema of an object ----------------------------------------------------
 
+LOOP = (
+    "this reference leads back to where it started without reading deeper into the arguments: "
+    "validating against it would never end (a schema may refer to itself only through "
+    "properties or items)"
+)
+
 
 @pytest.mark.parametrize(
     ("parameters", "expected"),
@@ -196,6 +202,29 @@ def test_tools_block(tmp_path: Path, change: Change, expected: str) -> None:
             "points at nothing in the schema",
         ),
         (
+            {"type": "object", "properties": {"amount": {"$ref": "#money"}}},
+            '/tools/1/parameters/properties/amount/$ref: tool "refund": "#money" points at '
+            "nothing in the schema",
+        ),
+        (
+            {"type": "object", "properties": {"amount": {"$dynamicRef": "http://x.example/s"}}},
+            '/tools/1/parameters/properties/amount/$dynamicRef: tool "refund": '
+            '"http://x.example/s" points outside the schema; RuleDrift fetches no schema: refer '
+            'to a definition inside it ("#/$defs/…")',
+        ),
+        (
+            {"type": "object", "$ref": "#"},
+            f'/tools/1/parameters/$ref: tool "refund": {LOOP}',
+        ),
+        (
+            {"type": "object", "properties": {"amount": {"$ref": "#/properties/amount"}}},
+            f'/tools/1/parameters/properties/amount/$ref: tool "refund": {LOOP}',
+        ),
+        (
+            {"type": "object", "anyOf": [{"required": ["amount"]}, {"allOf": [{"$ref": "#"}]}]},
+            f'/tools/1/parameters/anyOf/1/allOf/0/$ref: tool "refund": {LOOP}',
+        ),
+        (
             [],
             '/tools/1/parameters: expected an object, got an array (tool "refund")',
         ),
@@ -209,6 +238,23 @@ def test_parameters_must_be_a_valid_schema_of_an_object(
         first_assertion(data).pop("where")  # its argument is refund's: checked with them
 
     assert_one(tmp_path, change, expected)
+
+
+@pytest.mark.parametrize(
+    ("parameters", "where"),
+    [
+        ({"type": "object", "$ref": "#"}, "/$ref"),
+        ({"type": "object", "properties": {"order_id": {"$ref": "#/$defs/id"}}}, "/properties"),
+    ],
+)
+def test_a_scripted_call_of_a_tool_with_unusable_parameters_is_no_crash(
+    tmp_path: Path, parameters: dict[str, Any], where: str
+) -> None:
+    data = tool_suite()
+    lookup(data)["parameters"] = parameters
+    found = problems(tmp_path, data)
+    assert len(found) == 1
+    assert found[0].startswith(f"/tools/0/parameters{where}")
 
 
 @pytest.mark.parametrize(
@@ -226,12 +272,23 @@ def test_parameters_must_be_a_valid_schema_of_an_object(
             "$defs": {"money": {"type": "number"}},
             "properties": {"amount": {"$ref": "#/$defs/money"}, "order_id": {"pattern": "^A"}},
         },
+        {
+            "type": "object",
+            "$defs": {"note": {"$anchor": "note", "type": "object"}},
+            "properties": {
+                "amount": {"type": "number"},
+                "note": {"$ref": "#note", "properties": {"reply": {"$ref": "#/properties/note"}}},
+            },
+        },
     ],
 )
 def test_valid_parameter_schemas_of_each_draft(tmp_path: Path, parameters: Any) -> None:
     data = tool_suite()
     refund(data)["parameters"] = parameters
     first_assertion(data).pop("where")
+    arguments = {"order_id": "A-1", "amount": 5, "note": {"reply": {"reply": {}}}}
+    call = {"tool": "refund", "arguments": arguments}
+    data["scenarios"][0]["turns"][1]["calls"].append(call)
     assert load_suite(write_suite(tmp_path, data)).tools[1].name == "refund"
 
 
