@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from ruledrift.data.location import Location
 from ruledrift.data.suite import Suite
@@ -284,14 +284,12 @@ def assertion_problems(assertion: Mapping[str, Any], declared: Declared) -> Iter
         yield from _count_problems(assertion.get("min", 1), assertion.get("max"))
     first, then = assertion.get("first"), assertion.get("then")
     if kind == "callsBefore" and isinstance(first, str) and first == then:
-        yield (
-            "/then",
-            (f'"first" and "then" both name {show(first)}: callsBefore orders two different tools'),
-        )
+        message = f'"first" and "then" both name {show(first)}: callsBefore orders two tools'
+        yield "/then", message
 
 
 def _count_problems(low: object, high: object) -> Iterator[Problem]:
-    if not _is_count(low) or (high is not None and not _is_count(high)):
+    if not _is_count(low) or not (high is None or _is_count(high)):
         return  # the schema reports a count of another type
     if high is None and low == 0:
         yield (
@@ -301,11 +299,11 @@ def _count_problems(low: object, high: object) -> Iterator[Problem]:
                 "notCalls"
             ),
         )
-    elif high is not None and low > high:  # type: ignore[operator]
+    elif high is not None and low > high:
         yield "/max", f"max {high} is below min {low}: no number of calls satisfies both"
 
 
-def _is_count(value: object) -> bool:
+def _is_count(value: object) -> TypeGuard[int]:
     return type(value) is int
 
 

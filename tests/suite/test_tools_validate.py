@@ -448,8 +448,7 @@ def test_a_scripted_turn_needs_tools(tmp_path: Path) -> None:
         ),
         (
             {"type": "callsBefore", "first": "refund", "then": "refund"},
-            f'{A}/then: {PROBE}"first" and "then" both name "refund": callsBefore orders two '
-            "different tools",
+            f'{A}/then: {PROBE}"first" and "then" both name "refund": callsBefore orders two tools',
         ),
         (
             {"type": "calls", "tool": "refund", "min": 3, "max": 2},
