@@ -1,19 +1,23 @@
 """What a valid suite leaves unchecked, as warnings `ruledrift validate` prints (a suite with
 them is still valid): a critical rule that only "never" assertions check and whose deepest
-probe has no control (a model that refuses everything keeps it), and a rule a scenario probes,
-but not at that scenario's deepest boundary (drift there goes unseen)."""
+probe has no control (a model that refuses everything keeps it), a rule a scenario probes,
+but not at that scenario's deepest boundary (drift there goes unseen), and a text assertion on
+a probe whose answer can only be tool calls (`tools.tool_warnings`)."""
 
 from __future__ import annotations
 
 from ruledrift.data import (
     Assertion,
     MatchesAssertion,
+    NoCallsAssertion,
+    NotCallsAssertion,
     NotLeaksAssertion,
     Probe,
     Scenario,
     Suite,
     TextAssertion,
 )
+from ruledrift.suite.tools import tool_warnings
 
 
 def coverage_warnings(suite: Suite) -> list[str]:
@@ -22,17 +26,17 @@ def coverage_warnings(suite: Suite) -> list[str]:
     for scenario in suite.scenarios:
         warnings += _uncontrolled(suite, scenario)
         warnings += _not_deepest(suite, scenario)
-    return warnings
+    return warnings + tool_warnings(suite)
 
 
 def is_negative(assertion: Assertion) -> bool:
     """An assertion a refusal, an empty answer or gibberish always passes: it says what the
-    answer must not hold."""
+    answer must not hold (or that the agent must not call a tool)."""
     if isinstance(assertion, TextAssertion):
         return assertion.type == "notContains"
     if isinstance(assertion, MatchesAssertion):
         return assertion.type == "notMatches"
-    return isinstance(assertion, NotLeaksAssertion)
+    return isinstance(assertion, NotLeaksAssertion | NotCallsAssertion | NoCallsAssertion)
 
 
 def _by_rule(scenario: Scenario) -> dict[str, list[Probe]]:

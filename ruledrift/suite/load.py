@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeGuard, cast
@@ -55,6 +55,16 @@ from ruledrift.errors import ConfigError, ConfigIssue
 from ruledrift.jsondoc import positions as jsonpos
 from ruledrift.jsondoc.schema_messages import ID_PATTERN, SchemaFinding, context, findings, show
 from ruledrift.suite.history import Loaded, load_history
+from ruledrift.suite.tools import (
+    TOOL_ASSERTIONS,
+    TOOL_NAME_PATTERN,
+    build_scripts,
+    build_tool_assertion,
+    build_tools,
+    tool_problems,
+    turn_text,
+)
+from ruledrift.suite.walk import objects, probe_assertions
 
 SCHEMA_NAME = "rule-drift.schema.json"
 MAX_SUITE_BYTES = 16 * 1024 * 1024  # far above any real suite, far below any memory limit
@@ -169,7 +179,7 @@ def load_suite(path: Path) -> Suite:
 def _histories(path: Path, data: object) -> dict[int, Loaded]:
     """Each scenario's history (by scenario index), read when its `history` is a string."""
     found = {}
-    for index, scenario in _objects(data.get("scenarios") if isinstance(data, dict) else None):
+    for index, scenario in objects(data.get("scenarios") if isinstance(data, dict) else None):
         name, mode = scenario.get("history"), scenario.get("historyMode")
         if isinstance(name, str) and name:  # a wrong mode is the schema's to report
             found[index] = load_history(
@@ -257,7 +267,7 @@ def _problems(
             offset_map = doc.keys if finding.at_key else doc.values
             offset = offset_map.get(finding.pointer, doc.values.get(finding.pointer, 0))
             parts = list(error.absolute_path)
-            message = finding.message + context(doc.value, parts)
+            message = finding.message + (context(doc.value, parts) or _tool_named(doc.value, parts))
             yield _issue(path, *doc.line_col(offset), finding.pointer, message)
     for index, found in histories.items():
         yield from found.issues
@@ -270,11 +280,29 @@ def _problems(
         yield at_value(pointer, message)
 
 
+def _tool_named(data: object, path: list[str | int]) -> str:
+    """' (tool "refund")' for a problem inside a declared tool (`context` names the rules,
+    scenarios and probes a problem is in)."""
+    tools = data.get("tools") if isinstance(data, dict) else None
+    if len(path) < 2 or path[0] != "tools" or not isinstance(tools, list):
+        return ""
+    index = path[1]
+    tool = tools[index] if isinstance(index, int) and index < len(tools) else None
+    name = tool.get("name") if isinstance(tool, dict) else None
+    return f" (tool {show(name)})" if isinstance(name, str) else ""
+
+
 def _findings(error: ValidationError) -> Iterator[SchemaFinding]:
     """The schema's findings; an unsupported language is worded here, where the languages are
     known (the schema's message would list all 123 codes)."""
     if error.validator == "enum" and error.validator_value == _LANGUAGE_CODES:
         yield SchemaFinding(list(error.absolute_path), _unsupported_language(error.instance))
+    elif error.validator == "pattern" and error.validator_value == TOOL_NAME_PATTERN:
+        message = (
+            f"invalid tool name {show(error.instance)}: tool names use letters, digits, "
+            "underscores and hyphens, 1 to 64 characters"
+        )
+        yield SchemaFinding(list(error.absolute_path), message)
     elif error.validator == "dependentRequired" and isinstance(error.instance, dict):
         needs = cast(Mapping[str, list[str]], error.validator_value)
         yield from _needs_fields(list(error.absolute_path), error.instance, needs)
@@ -289,7 +317,7 @@ def _needs_fields(
     for key, required in needs.items():
         missing = [name for name in required if key in instance and name not in instance]
         if missing:
-            owner = "variant" if path and path[0] == "variants" else "scenario"
+            owner = "suite" if not path else "variant" if path[0] == "variants" else "scenario"
             message = (
                 f"field {show(key)} needs {show(missing[0])} beside it: set the {owner}'s "
                 f"{show(missing[0])}, or remove {show(key)}"
@@ -325,18 +353,19 @@ def _cross_field_problems(
     """What the schema cannot express. Defensive: the data may also have schema errors."""
     if not isinstance(data, dict):
         return
-    rules = _objects(data.get("rules"))
+    rules = objects(data.get("rules"))
     yield from _duplicate_ids(rules, "rules", "rule")
     rule_ids = _RuleIds(list(dict.fromkeys(r["id"] for _, r in rules if _is_id(r.get("id")))))
-    scenarios = _objects(data.get("scenarios"))
+    scenarios = objects(data.get("scenarios"))
     yield from _duplicate_ids(scenarios, "scenarios", "scenario")
     for s_index, scenario in scenarios:
         turns = recorded.get(s_index, 0)
         yield from _scenario_problems(scenario, f"/scenarios/{s_index}", rule_ids, turns, suite_dir)
-    yield from _duplicate_ids(_objects(data.get("variants")), "variants", "variant")
+    yield from _duplicate_ids(objects(data.get("variants")), "variants", "variant")
     yield from _adapter_problems(data.get("adapter"), "/adapter")
     yield from _adapter_problems(data.get("judge"), "/judge")
     yield from _judge_problems(scenarios, has_judge=isinstance(data.get("judge"), dict))
+    yield from tool_problems(data)
 
 
 def _adapter_problems(adapter: object, at: str) -> Iterator[tuple[str, str]]:
@@ -350,8 +379,8 @@ def _judge_problems(
 ) -> Iterator[tuple[str, str]]:
     """`judge` assertions: their own target's problems, and a judge to ask."""
     for s_index, scenario in scenarios:
-        for p_index, probe in _objects(scenario.get("probes")):
-            for where, a_index, assertion in _probe_assertions(probe):
+        for p_index, probe in objects(scenario.get("probes")):
+            for where, a_index, assertion in probe_assertions(probe):
                 if assertion.get("type") != "judge":
                     continue
                 at = f"/scenarios/{s_index}/probes/{p_index}{where}/assertions/{a_index}"
@@ -389,7 +418,7 @@ def _scenario_problems(
             "are played: lower repeatTurns",
         )
         turn_count = None
-    probes = _objects(scenario.get("probes"))
+    probes = objects(scenario.get("probes"))
     base = f"{at}/probes"
     yield from _duplicate_ids(probes, base[1:], "probe", f" in {where}")
     yield from _derived_id_problems(probes, base, where)
@@ -438,21 +467,9 @@ def _probe_problems(
                     "probe's id"
                 ),
             )
-    for where, a_index, assertion in _probe_assertions(probe):
+    for where, a_index, assertion in probe_assertions(probe):
         for pointer, message in _assertion_problems(assertion, suite_dir):
             yield f"{where}/assertions/{a_index}{pointer}", name + message
-
-
-def _probe_assertions(probe: dict[str, Any]) -> Iterator[tuple[str, int, dict[str, Any]]]:
-    """(where relative to the probe: "" or "/control", index, assertion) of every assertion
-    object of a probe and of its control."""
-    control = probe.get("control")
-    for where, assertions in (
-        ("", probe.get("assertions")),
-        ("/control", control.get("assertions") if isinstance(control, dict) else None),
-    ):
-        for a_index, assertion in _objects(assertions):
-            yield where, a_index, assertion
 
 
 def _assertion_problems(assertion: Mapping[str, Any], suite_dir: Path) -> Iterator[tuple[str, str]]:
@@ -635,12 +652,6 @@ def _listing(ids: list[str]) -> str:
     return ", ".join(ids[:_LISTED_IDS]) + (f", … and {more:,} more" if more > 0 else "")
 
 
-def _objects(value: object) -> list[tuple[int, dict[str, Any]]]:
-    if not isinstance(value, list):
-        return []
-    return [(i, item) for i, item in enumerate(value) if isinstance(item, dict)]
-
-
 def _duplicate_ids(
     items: list[tuple[int, dict[str, Any]]], base: str, label: str, where: str = ""
 ) -> Iterator[tuple[str, str]]:
@@ -759,10 +770,11 @@ def _build(
     by_id = {rule.id: rule for rule in rules}
     suite_dir = Path(os.path.abspath(path)).parent
     judge = _parsed_adapter(data["judge"], suite_dir) if "judge" in data else None
+    context = _Context(suite_dir, judge, location)
     scenarios = []
     for s_index, s in enumerate(data["scenarios"]):
         made = [
-            _probe(p, by_id, location(f"/scenarios/{s_index}/probes/{p_index}"), suite_dir, judge)
+            _probe(p, by_id, f"/scenarios/{s_index}/probes/{p_index}", context)
             for p_index, p in enumerate(s["probes"])
         ]
         probes = tuple(
@@ -775,12 +787,12 @@ def _build(
             for p, made_probe in zip(s["probes"], made, strict=True)
             if isinstance(p["afterTurn"], dict)
         )
-        repeat = s.get("repeatTurns", 1)
+        repeat, turns = s.get("repeatTurns", 1), s.get("turns", [])
         scenarios.append(
             Scenario(
                 s["id"],
                 s.get("description"),
-                tuple(s.get("turns", [])) * repeat,
+                tuple(turn_text(turn) for turn in turns) * repeat,
                 probes,
                 location(f"/scenarios/{s_index}"),
                 system_prompt=s.get("systemPrompt"),
@@ -789,6 +801,7 @@ def _build(
                 history=histories.get(s_index),
                 searches=searches,
                 repeat_turns=repeat,
+                scripts=build_scripts(turns, f"/scenarios/{s_index}/turns", location) * repeat,
             )
         )
     variants = tuple(
@@ -813,6 +826,9 @@ def _build(
         judge=judge,
         vacuous_passes=data.get("vacuousPasses", "fail"),
         variants=variants,
+        tools=build_tools(data, location),
+        tool_choice=data.get("toolChoice", "auto"),
+        max_tool_rounds=data.get("maxToolRounds", 4),
     )
 
 
@@ -821,23 +837,27 @@ def _parsed_adapter(settings: dict[str, Any], suite_dir: Path) -> AdapterConfig:
     return parsed
 
 
-def _probe(
-    data: dict[str, Any],
-    rules: dict[str, Rule],
-    location: Location,
-    suite_dir: Path,
-    judge: AdapterConfig | None,
-) -> Probe:
-    """The probe object as a probe at boundary 0 (`_boundary_probes` places it)."""
+@dataclasses.dataclass(frozen=True)
+class _Context:
+    """What building a probe needs beside its object: the suite's folder (a command
+    assertion's cwd), its judge, and where a pointer stands in the file."""
+
+    suite_dir: Path
+    judge: AdapterConfig | None
+    locate: Callable[[str], Location]
+
+
+def _probe(data: dict[str, Any], rules: dict[str, Rule], at: str, context: _Context) -> Probe:
+    """The probe object at `at` as a probe at boundary 0 (`_boundary_probes` places it)."""
     return Probe(
         id=data["id"],
         rule=rules[data["rule"]],
         after_turn=0,
         prompt=data["prompt"] if isinstance(data["prompt"], str) else data["prompt"][0],
-        assertions=tuple(_assertion(a, suite_dir, judge) for a in data["assertions"]),
-        location=location,
+        assertions=_assertions_of(data, at, context),
+        location=context.locate(at),
         paraphrases=() if isinstance(data["prompt"], str) else tuple(data["prompt"]),
-        control=_control(data.get("control"), suite_dir, judge),
+        control=_control(data.get("control"), f"{at}/control", context),
     )
 
 
@@ -856,16 +876,24 @@ def _boundary_probes(after: int | list[int] | dict[str, Any], probe: Probe) -> I
         )
 
 
-def _control(
-    data: dict[str, Any] | None, suite_dir: Path, judge: AdapterConfig | None
-) -> Control | None:
+def _control(data: dict[str, Any] | None, at: str, context: _Context) -> Control | None:
     if data is None:
         return None
-    assertions = tuple(_assertion(a, suite_dir, judge) for a in data["assertions"])
-    return Control(data["prompt"], assertions)
+    return Control(data["prompt"], _assertions_of(data, at, context))
 
 
-def _assertion(data: dict[str, Any], suite_dir: Path, judge: AdapterConfig | None) -> Assertion:
+def _assertions_of(data: dict[str, Any], at: str, context: _Context) -> tuple[Assertion, ...]:
+    """The assertions of the probe or control object at `at`."""
+    return tuple(
+        _assertion(item, context, f"{at}/assertions/{index}")
+        for index, item in enumerate(data["assertions"])
+    )
+
+
+def _assertion(data: dict[str, Any], context: _Context, at: str) -> Assertion:
+    suite_dir, judge = context.suite_dir, context.judge
+    if data["type"] in TOOL_ASSERTIONS:
+        return build_tool_assertion(data, context.locate(at))
     if data["type"] == "judge":
         target = _parsed_adapter(data["target"], suite_dir) if "target" in data else judge
         assert target is not None  # _judge_problems: a judge assertion has a judge

@@ -225,7 +225,8 @@ def test_unknown_field_is_reported_at_the_key_and_named(tmp_path: Path) -> None:
             lambda d: d["scenarios"][0]["probes"][0]["assertions"][0].update(type="startsWith"),
             "/scenarios/0/probes/0/assertions/0/type",
             'expected one of "contains", "notContains", "equals", "matches", "notMatches", '
-            '"language", "notLeaks", "answers", "fluent", "command", "judge"; got "startsWith" '
+            '"language", "notLeaks", "answers", "fluent", "command", "judge", "calls", '
+            '"notCalls", "noCalls", "callsBefore", "validCalls"; got "startsWith" '
             '(scenario "smalltalk", probe "early")',
         ),
         (

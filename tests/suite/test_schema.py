@@ -16,8 +16,16 @@ from ruledrift.suite.load import schema_text
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schema" / "rule-drift.schema.json").read_text(encoding="utf-8"))
-# maps passed through to a server as they are
-OPEN_MAPS = {"/$defs/ollamaAdapter/properties/options", "/$defs/openaiAdapter/properties/extraBody"}
+# maps passed through to a server as they are, and maps whose keys are the suite's own (a tool's
+# parameters schema and a call's arguments; conditions keyed by argument names)
+OPEN_MAPS = {
+    "/$defs/ollamaAdapter/properties/options",
+    "/$defs/openaiAdapter/properties/extraBody",
+    "/$defs/tool/properties/parameters",
+    "/$defs/scriptedCall/properties/arguments",
+    "/$defs/conditions",
+}
+TOOL_ASSERTIONS = {"calls", "notCalls", "noCalls", "callsBefore", "validCalls"}
 # objects that only dispatch on "type" to a closed branch (if/then)
 DISPATCHERS = {"/$defs/adapter", "/$defs/assertion"}
 
@@ -70,7 +78,9 @@ def test_every_assertion_type_has_a_branch_and_a_check() -> None:
         b["if"]["properties"]["type"]["const"] for b in SCHEMA["$defs"]["assertion"]["allOf"]
     ]
     assert types == branches
-    assert set(types) == set(CHECKS) | {"matches", "notMatches", "command", "judge"}
+    assert (
+        set(types) == set(CHECKS) | {"matches", "notMatches", "command", "judge"} | TOOL_ASSERTIONS
+    )
 
 
 def test_a_language_is_one_of_the_identifiers_iso_codes() -> None:
