@@ -33,7 +33,8 @@ EXPECTED = {
 
 def load_agent() -> ModuleType:
     spec = importlib.util.spec_from_file_location("refund_agent", EXAMPLE / "agent.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -80,7 +81,7 @@ def check_run(folder: Path, adapter: dict[str, Any]) -> dict[str, Any]:
     done = ruledrift("run", suite_for(folder, adapter), "--json", report, "--no-color")
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
-    data = json.loads(report.read_text())
+    data: dict[str, Any] = json.loads(report.read_text())
     found = {p["id"]: p["status"] for s in data["scenarios"] for p in s["probes"]}
     assert found == EXPECTED, output
     probes = {p["id"]: p for s in data["scenarios"] for p in s["probes"]}

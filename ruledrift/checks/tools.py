@@ -17,6 +17,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from jsonschema.validators import validator_for
+from referencing.exceptions import Unresolvable
 
 from ruledrift.data import (
     ArgumentCondition,
@@ -88,7 +89,7 @@ def schema_problem(tool: Tool, arguments: Mapping[str, Any]) -> str | None:
     cls = validator_for(schema, default=Draft202012Validator)
     try:
         error = next(iter(cls(schema).iter_errors(arguments)), None)
-    except (RecursionError, ValueError, TypeError):
+    except (RecursionError, ValueError, TypeError, Unresolvable):
         return "the arguments could not be checked against the tool's parameters"
     return None if error is None else _schema_message(error)
 

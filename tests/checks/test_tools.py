@@ -326,3 +326,11 @@ def test_valid_calls_checks_every_call_or_one_tools() -> None:
     passed, message = check(ValidCallsAssertion(location=HERE), unknown)
     assert not passed
     assert UNKNOWN_TOOL in message
+
+
+def test_parameters_whose_references_lead_nowhere_are_a_problem_not_a_crash() -> None:
+    """The loader refuses such parameters; a Tool built otherwise (the Python API) must not
+    crash a run either."""
+    broken = Tool("t", "", canonical_json({"$ref": "#/$defs/missing"}), HERE)
+    found = record_call(call("t", {"a": 1}), 1, broken, "result")
+    assert found.problem == "the arguments could not be checked against the tool's parameters"
