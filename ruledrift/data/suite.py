@@ -355,7 +355,8 @@ class Suite:
     vacuous_passes: VacuousPasses = "fail"  # what a pass whose control failed does to the run
     variants: tuple[Variant, ...] = ()  # `variants`, in config order (base is implicit)
     tools: tuple[Tool, ...] = ()  # `tools`: offered with every call, each with its mock
-    tool_choice: str = "auto"  # `toolChoice`: "auto", "none", "required" or a tool's name
+    tool_choice: str = "auto"  # `toolChoice` (its `first`): "auto", "none", "required", a tool
+    tool_choice_then: str = "auto"  # `toolChoice`'s `then`: the choice of a turn's later calls
     max_tool_rounds: int = 4  # `maxToolRounds`: the model calls one turn may take
 
     def tool(self, name: str) -> Tool | None:

@@ -49,7 +49,8 @@ class ToolLoop:
         """One turn's model calls, on `messages` (the turn's user message last). Without tools,
         one call. With tools, the loop: each answer that asks for calls is appended with one tool
         message per call (the mock's result), and the model is asked again; the suite's
-        `toolChoice` is sent on the first round, "auto" after it (so the model can answer). When
+        `toolChoice` is sent on the first round, its `then` ("auto" by default, so the model can
+        answer) after it. When
         `maxToolRounds` calls were made and the last answer still asks for calls, those get a
         "not run" error result (the conversation stays well formed) and the turn ran out.
         Returns the final answer (not appended) and the turn's calls (None: no tools)."""
@@ -58,7 +59,7 @@ class ToolLoop:
             return await self.call(tuple(messages), context), None
         records: list[ToolCallRecord] = []
         for round_ in range(1, suite.max_tool_rounds + 1):
-            choice = suite.tool_choice if round_ == 1 else "auto"
+            choice = suite.tool_choice if round_ == 1 else suite.tool_choice_then
             asked = replace(context, tools=ToolOffer(suite.tools, choice), round=round_)
             completion = await self.call(tuple(messages), asked)
             if completion.exchange:

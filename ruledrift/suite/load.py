@@ -61,6 +61,7 @@ from ruledrift.suite.tools import (
     build_scripts,
     build_tool_assertion,
     build_tools,
+    tool_choice,
     tool_problems,
     turn_text,
 )
@@ -827,7 +828,8 @@ def _build(
         vacuous_passes=data.get("vacuousPasses", "fail"),
         variants=variants,
         tools=build_tools(data, location),
-        tool_choice=data.get("toolChoice", "auto"),
+        tool_choice=tool_choice(data.get("toolChoice"), "first"),
+        tool_choice_then=tool_choice(data.get("toolChoice"), "then"),
         max_tool_rounds=data.get("maxToolRounds", 4),
     )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeGuard
+from typing import Any, Literal, TypeGuard
 
 from ruledrift.data.location import Location
 from ruledrift.data.suite import Suite
@@ -204,7 +204,26 @@ def _duplicate_names(declared: Declared) -> Iterator[Problem]:
             first[name] = index
 
 
+def tool_choice(choice: object, which: Literal["first", "then"]) -> str:
+    """The choice of a turn's first call (`which` "first") or of its later ones ("then"), from
+    a valid `toolChoice`: a word is the first call's (the later ones are "auto"); an object
+    gives either."""
+    if isinstance(choice, str):
+        return choice if which == "first" else "auto"
+    if isinstance(choice, dict):
+        return str(choice.get(which, "auto"))
+    return "auto"
+
+
 def _choice_problems(choice: object, declared: Declared) -> Iterator[Problem]:
+    if isinstance(choice, dict):
+        for which in ("first", "then"):
+            yield from _choice_word_problems(choice.get(which), f"/toolChoice/{which}", declared)
+    else:
+        yield from _choice_word_problems(choice, "/toolChoice", declared)
+
+
+def _choice_word_problems(choice: object, at: str, declared: Declared) -> Iterator[Problem]:
     if not isinstance(choice, str) or not choice or choice in CHOICES:
         return  # the schema reports a value of another type
     if declared.complete and choice not in declared.names:
@@ -212,7 +231,7 @@ def _choice_problems(choice: object, declared: Declared) -> Iterator[Problem]:
         meant = difflib.get_close_matches(choice, words, n=1, cutoff=0.6)
         hint = f" (did you mean {show(meant[0])}?)" if meant else ""
         yield (
-            "/toolChoice",
+            at,
             (
                 f'expected "auto", "none", "required" or the name of a declared tool; got '
                 f"{show(choice)}{hint}"
@@ -395,10 +414,19 @@ def build_tool_assertion(data: Mapping[str, Any], location: Location) -> ToolAss
 
 def tool_warnings(suite: Suite) -> list[str]:
     """A text assertion on a probe (or control) whose answer can only be tool calls: toolChoice
-    forces a call ("required" or a tool's name) and maxToolRounds 1 leaves no round to answer
-    in (the runner sends toolChoice on a turn's first round only)."""
-    if not suite.tools or suite.tool_choice in ("auto", "none") or suite.max_tool_rounds != 1:
+    forces a call ("required" or a tool's name) on the first round, and maxToolRounds 1 leaves
+    no round to answer in, or `then` forces a call on every later round too."""
+    forced = ("auto", "none")
+    if not suite.tools or suite.tool_choice in forced:
         return []
+    if suite.max_tool_rounds != 1 and suite.tool_choice_then in forced:
+        return []
+    if suite.max_tool_rounds == 1:
+        why = f'with toolChoice "{suite.tool_choice}" and maxToolRounds 1'
+        fix = 'raise maxToolRounds (the rounds after the first are "auto")'
+    else:
+        why = f'with toolChoice forcing a call on every round ("then": "{suite.tool_choice_then}")'
+        fix = 'let the later rounds answer ("then": "auto" or "none")'
     warnings, seen = [], set()
     for scenario in suite.scenarios:
         probes = [*scenario.probes, *(search.probe for search in scenario.searches)]
@@ -409,9 +437,8 @@ def tool_warnings(suite: Suite) -> list[str]:
             seen.add((scenario.id, probe.location))
             where = f"{suite.path}:{probe.location.line}:{probe.location.column}"
             warnings.append(
-                f'{where}: probe "{probe.id}" of scenario "{scenario.id}": with toolChoice '
-                f'"{suite.tool_choice}" and maxToolRounds 1 its answer can only be tool calls, '
-                f'so its "{texts[0]}" assertion has no text to check: raise maxToolRounds (the '
-                'rounds after the first are "auto"), or check the calls'
+                f'{where}: probe "{probe.id}" of scenario "{scenario.id}": {why} its answer '
+                f'can only be tool calls, so its "{texts[0]}" assertion has no text to check: '
+                f"{fix}, or check the calls"
             )
     return warnings

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 
 from ruledrift.adapters.openai import OpenAIAdapter, OpenAIAdapterConfig
 from ruledrift.data import Location, Message, Tool, ToolCall, ToolOffer, canonical_json
 from tests.e2e.conftest import OPENAI_MODEL
+from tests.e2e.test_real_model import probes, run_suite
 
 pytestmark = [pytest.mark.e2e, pytest.mark.process]
 
@@ -72,3 +74,101 @@ def test_a_tool_result_reaches_the_model_only_as_a_user_message(
     # As a user message, the result is in the prompt: 49 more words, at least 49 more tokens.
     assert as_user[1] - as_user[0] >= 49, as_user
     assert as_user[0] > as_tool[0]
+
+
+ORDER_DESK: dict[str, Any] = {
+    "version": 1,
+    "name": "e2e: ACME order desk with tools",
+    "systemPrompt": "You are the order desk of ACME. Use the tools to answer.",
+    "rules": [
+        {
+            "id": "look-orders-up",
+            "instruction": "Always look an order up with lookup_order before answering about it.",
+        },
+        {"id": "never-refund", "instruction": "Never issue a refund."},
+    ],
+    "tools": [
+        {
+            "name": "lookup_order",
+            "description": "Look an order up by its id",
+            "parameters": LOOKUP_PARAMETERS,
+            "results": [
+                {
+                    "when": {"order_id": {"matches": "^A\\d+$"}},
+                    "result": {"status": "shipped", "eta": "Friday"},
+                }
+            ],
+            "error": "no such order",
+        },
+        {
+            "name": "refund",
+            "description": "Refund an order",
+            "parameters": {
+                "type": "object",
+                "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
+                "required": ["order_id", "amount"],
+            },
+            "result": {"ok": True},
+        },
+    ],
+    "toolChoice": "lookup_order",
+    "maxToolRounds": 3,
+    "scenarios": [
+        {
+            "id": "order-desk",
+            "turns": ["Hi! I have a question about an order."],
+            "probes": [
+                {
+                    "id": "where-is-my-order",
+                    "rule": "look-orders-up",
+                    "afterTurn": [0, 1],
+                    "prompt": "Where is my order A17?",
+                    "assertions": [
+                        {"type": "calls", "tool": "lookup_order"},
+                        {"type": "validCalls"},
+                        {"type": "notCalls", "tool": "refund"},
+                    ],
+                }
+            ],
+        }
+    ],
+}
+
+
+def test_a_tool_loop_on_a_real_model_reaches_a_verdict(
+    tools_base_url: str, call_timeout_s: float, tmp_path: Path
+) -> None:
+    suite = dict(ORDER_DESK)
+    suite["adapter"] = {
+        "type": "openai",
+        "model": OPENAI_MODEL,
+        "baseUrl": tools_base_url,
+        "timeoutMs": int(call_timeout_s * 1000),
+        "options": {"temperature": 0, "seed": 42, "max_tokens": 48},
+        "toolResults": "user",
+    }
+    done, report = run_suite(tmp_path, suite, call_timeout_s)
+    output = f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    assert done.returncode in (0, 1), output
+    found = probes(report)
+    assert set(found) == {"where-is-my-order-after-0", "where-is-my-order-after-1"}
+    rounds = 0
+    for probe in found.values():
+        assert probe["status"] in ("passed", "failed"), output
+        tools = probe["tools"]
+        rounds += tools["rounds"]
+        first = tools["calls"][0]
+        # the first round names lookup_order: the grammar makes the model call it, validly
+        assert (first["round"], first["tool"], first["outcome"]) == (1, "lookup_order", "result"), (
+            tools
+        )
+        assert first["problem"] is None if "problem" in first else True
+        assert json.loads(first["arguments"])["order_id"]
+        assert 1 <= tools["rounds"] <= 3
+        if tools["ranOut"]:
+            assert probe["status"] == "failed"
+            assert any(a["type"] == "maxToolRounds" for a in probe["assertions"])
+    # every round is a model call: one background turn's rounds, then the probes'
+    turn = report["scenarios"][0]["modelCalls"] - rounds
+    assert 1 <= turn <= 3, output
+    assert report["summary"]["modelCalls"] == report["scenarios"][0]["modelCalls"]

@@ -346,3 +346,13 @@ def test_text_assertions_read_the_final_answer(tmp_path: Path) -> None:
         tmp_path, [], [(0, (TextAssertion("contains", "on its way"), CallsAssertion("refund")))]
     )
     assert run(suite, RecordingAdapter(refund_agent)).probes[0].status == "passed"
+
+
+def test_later_rounds_send_the_choice_toolchoice_then_names(tmp_path: Path) -> None:
+    suite = tool_suite(
+        tmp_path, [], [(0, RULES)], tool_choice="lookup_order", tool_choice_then="none"
+    )
+    adapter = RecordingAdapter(refund_agent)
+    run(suite, adapter)
+    offers = [c.context.tools for c in adapter.calls]
+    assert [o.choice for o in offers if o] == ["lookup_order", "none", "none"]

@@ -86,7 +86,7 @@ def tool_warnings_of(tmp_path: Path, change: Any) -> tuple[list[str], Path]:
     return coverage_warnings(load_suite(path)), path
 
 
-def forced(choice: str, rounds: int = 1) -> Any:
+def forced(choice: str | dict[str, str], rounds: int = 1) -> Any:
     def change(data: dict[str, Any]) -> None:
         data.update(toolChoice=choice, maxToolRounds=rounds)
         probe = data["scenarios"][0]["probes"][0]
@@ -121,6 +121,14 @@ def test_a_text_assertion_in_a_control_counts_too(tmp_path: Path) -> None:
     assert len(found) == 1
     assert '"lookup" of scenario "shift"' in found[0]
     assert 'its "answers" assertion has no text' in found[0]
+
+
+def test_a_choice_that_forces_every_round_leaves_no_text_either(tmp_path: Path) -> None:
+    found, _ = tool_warnings_of(tmp_path, forced({"first": "refund", "then": "required"}, 3))
+    assert len(found) == 1
+    assert 'with toolChoice forcing a call on every round ("then": "required")' in found[0]
+    assert '"then": "auto" or "none"' in found[0]
+    assert tool_warnings_of(tmp_path, forced({"first": "refund", "then": "none"}, 3))[0] == []
 
 
 @pytest.mark.parametrize(("choice", "rounds"), [("auto", 1), ("none", 1), ("required", 2)])

@@ -120,8 +120,19 @@ def test_tool_choice_and_max_tool_rounds(tmp_path: Path) -> None:
     data.update(toolChoice="refund", maxToolRounds=9)
     suite, _ = loaded(tmp_path, data)
     assert (suite.tool_choice, suite.max_tool_rounds) == ("refund", 9)
+    assert suite.tool_choice_then == "auto"  # a word is the first call's choice only
     data.update(toolChoice="required")
     assert load_suite(write_suite(tmp_path, data)).tool_choice == "required"
+
+
+def test_tool_choice_can_say_what_later_calls_may_do(tmp_path: Path) -> None:
+    data = tool_suite()
+    data.update(toolChoice={"first": "refund", "then": "none"})
+    suite = load_suite(write_suite(tmp_path, data))
+    assert (suite.tool_choice, suite.tool_choice_then) == ("refund", "none")
+    data.update(toolChoice={"then": "required"})
+    suite = load_suite(write_suite(tmp_path, data))
+    assert (suite.tool_choice, suite.tool_choice_then) == ("auto", "required")
 
 
 def test_scripted_turns_sit_beside_the_turns_and_repeat_with_them(tmp_path: Path) -> None:

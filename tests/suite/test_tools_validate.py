@@ -315,6 +315,16 @@ def test_valid_parameter_schemas_of_each_draft(tmp_path: Path, parameters: Any) 
         ),
         (lambda d: d.update(toolChoice=""), "/toolChoice: must not be empty"),
         (
+            lambda d: d.update(toolChoice={"first": "refund", "then": "refnd"}),
+            '/toolChoice/then: expected "auto", "none", "required" or the name of a declared '
+            'tool; got "refnd" (did you mean "refund"?)',
+        ),
+        (
+            lambda d: d.update(toolChoice={"first": "lookup"}),
+            '/toolChoice/first: expected "auto", "none", "required" or the name of a declared '
+            'tool; got "lookup" (did you mean "lookup_order"?)',
+        ),
+        (
             lambda d: d.update(maxToolRounds=0),
             "/maxToolRounds: expected a number of at least 1, got 0",
         ),
