@@ -58,9 +58,14 @@ class PromptGrowth:
     than the last one; what it cannot be, unless something was dropped, is smaller than the last
     prompt plus the answer's tokens (`answer_tokens`, given only when the answer's tokens all
     return in the next prompt: not when the model thought, as thinking is not kept). Without
-    `answer_tokens`, only a prompt that did not grow is caught."""
+    `answer_tokens`, only a prompt that did not grow is caught.
 
-    _turns: dict[tuple[str, str], _Turn] = field(default_factory=dict)
+    With tools, calls are compared only with calls that offered the same tool choice: a server
+    may render the tools' definitions into the prompt for one choice and not for another
+    (llama-cpp-python leaves them out under "none"), so a later round's prompt can be shorter
+    than its turn's first with nothing dropped."""
+
+    _turns: dict[tuple[str, str, str | None], _Turn] = field(default_factory=dict)
 
     def check(
         self, context: CallContext, messages: int, tokens: object, answer_tokens: object = None
@@ -68,7 +73,8 @@ class PromptGrowth:
         """A description of the cut, or None. Remembers turn calls (probes branch off them)."""
         if not _is_count(tokens):
             return None
-        key = (context.suite, context.scenario)
+        choice = context.tools.choice if context.tools is not None else None
+        key = (context.suite, context.scenario, choice)
         latest = self._turns.get(key)
         if latest is not None and messages > latest.messages and tokens < latest.floor():
             return _dropped(context, messages, tokens, latest)

@@ -3,10 +3,13 @@ the prompt-token check that catches silently dropped messages without false alar
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from ruledrift.adapters.base import CallContext
 from ruledrift.adapters.context_window import PromptGrowth, kept_answer_floor, overflow_message
+from ruledrift.data import Location, Tool, ToolOffer
 
 
 def turn(n: int, scenario: str = "chat") -> CallContext:
@@ -123,3 +126,17 @@ def test_overflow_errors_are_recognised(text: str) -> None:
 def test_other_errors_are_not_overflow() -> None:
     assert overflow_message('option "num_ctx" must be of type integer', "fix") is None
     assert overflow_message("model runner has unexpectedly stopped", "fix") is None
+
+
+def test_calls_with_another_tool_choice_are_not_compared() -> None:
+    """llama-cpp-python leaves the tools' definitions out of the prompt under "none": a turn's
+    later round, sent with "none", uses fewer tokens than its first with nothing dropped (seen
+    with SmolLM2: 318 tokens, then 221 with two more messages)."""
+    offer = ToolOffer((Tool("lookup", "", "{}", Location(1, 1)),), "lookup")
+    growth = PromptGrowth()
+    first = replace(turn(1), tools=offer)
+    assert growth.check(first, 2, 318) is None
+    later = replace(turn(1), tools=replace(offer, choice="none"), round=2)
+    assert growth.check(later, 4, 221) is None
+    # within one choice, the check still holds
+    assert growth.check(replace(turn(2), tools=offer), 6, 300) is not None
