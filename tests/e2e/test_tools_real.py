@@ -159,17 +159,18 @@ def test_a_tool_loop_on_a_real_model_reaches_a_verdict(
         tools = probe["tools"]
         rounds += tools["rounds"]
         first = tools["calls"][0]
-        # the first round names lookup_order: the grammar makes the model call it, validly
-        assert (first["round"], first["tool"], first["outcome"]) == (1, "lookup_order", "result"), (
-            tools
-        )
-        assert first["problem"] is None if "problem" in first else True
-        assert json.loads(first["arguments"])["order_id"]
-        assert 1 <= tools["rounds"] <= 3
+        # the first round names lookup_order: the grammar makes the model call it (its
+        # arguments may still be cut short by max_tokens, and then are not JSON)
+        assert (first["round"], first["tool"]) == (1, "lookup_order"), tools
+        if "problem" in first:
+            assert first["outcome"] == "error"
+        else:
+            assert first["outcome"] in ("result", "error")  # the mock's answer, either way
+            assert json.loads(first["arguments"])["order_id"]
+        assert tools["rounds"] == 2  # the call, then an answer ("then": "none")
         if tools["ranOut"]:
             assert probe["status"] == "failed"
             assert any(a["type"] == "maxToolRounds" for a in probe["assertions"])
-    # every round is a model call: one background turn's rounds, then the probes'
-    turn = report["scenarios"][0]["modelCalls"] - rounds
-    assert 1 <= turn <= 3, output
+    # every round is a model call: the background turn's two rounds, then the probes'
+    assert report["scenarios"][0]["modelCalls"] == 2 + rounds, output
     assert report["summary"]["modelCalls"] == report["scenarios"][0]["modelCalls"]
