@@ -22,7 +22,7 @@ from ruledrift.boundary.mcp_stdio import ServerFailed, list_stdio_tools
 from ruledrift.data import Location, Tool, ToolCall, canonical_json
 from tests.support import MCP_SERVERS
 from tests.support.cli_process import ruledrift
-from tests.support.processes import gone, kill_survivors
+from tests.support.processes import gone, kill_survivors, wait_for_file
 
 pytestmark = pytest.mark.process
 
@@ -164,6 +164,19 @@ def test_a_server_that_hangs_is_stopped_at_the_timeout(tmp_path: Path) -> None:
     finally:
         if pid_file.exists():
             kill_survivors(int(pid_file.read_text()))
+
+
+def test_what_the_server_started_is_stopped_with_it_even_outside_its_group(
+    tmp_path: Path,
+) -> None:
+    daemon_file = tmp_path / "daemon"
+    try:
+        assert len(listed("--daemon", str(daemon_file))) == 4
+        wait_for_file(daemon_file)
+        assert gone(int(daemon_file.read_text()))
+    finally:
+        if daemon_file.exists():
+            kill_survivors(int(daemon_file.read_text()))
 
 
 def test_a_program_that_is_not_there_is_said_so(tmp_path: Path) -> None:

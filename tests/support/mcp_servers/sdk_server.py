@@ -13,11 +13,14 @@
 --hang          read requests but never answer
 --stderr TEXT   write TEXT to stderr first
 --pid-file PATH write this process's id to PATH first
+--daemon PATH   first start a daemon (a child in a session of its own, which sleeps) and write
+                its process id to PATH
 """
 
 import argparse
 import os
 import sys
+import time
 from typing import Any
 
 import anyio
@@ -37,6 +40,7 @@ parser.add_argument("--exit", action="store_true")
 parser.add_argument("--hang", action="store_true")
 parser.add_argument("--stderr", default="")
 parser.add_argument("--pid-file")
+parser.add_argument("--daemon")
 args = parser.parse_args()
 
 OBJECT = {
@@ -116,6 +120,16 @@ async def main() -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+if args.daemon and os.fork() == 0:
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    with open(args.daemon + ".tmp", "w") as daemon_file:
+        daemon_file.write(str(os.getpid()))
+    os.rename(args.daemon + ".tmp", args.daemon)
+    time.sleep(3600)
+    os._exit(0)
 if args.pid_file:
     with open(args.pid_file, "w") as pid_file:
         pid_file.write(str(os.getpid()))
