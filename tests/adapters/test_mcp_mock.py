@@ -7,7 +7,6 @@ verdicts through the runner, with the calls it made as its exchange."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from collections.abc import Sequence
@@ -41,6 +40,7 @@ from ruledrift.data import (
 )
 from ruledrift.run.runner import run_suite
 from ruledrift.suite.load import load_suite
+from tests.support.processes import run_within
 from tests.support.suites import base_suite, write_suite
 
 pytestmark = pytest.mark.process  # a loopback server, the regex workers
@@ -105,7 +105,7 @@ def test_each_call_gets_the_answer_of_the_suites_mocks() -> None:
                 assert text_of(unknown) == '{"error":"there is no tool called \'delete_user\'"}'
             return session.close()
 
-    messages = asyncio.run(scenario())
+    messages = run_within(scenario())
     results = [m.content for m in messages if m.role == "tool"]
     assert results == [
         '{"status":"delivered","total":250}',
@@ -142,7 +142,7 @@ def test_a_matcher_that_runs_out_of_time_fails_the_session() -> None:
         finally:
             await regex.aclose()
 
-    session = asyncio.run(scenario())
+    session = run_within(scenario())
     with pytest.raises(SessionFailed, match="`matches` matcher of the mock of 'lookup_order'"):
         session.close()
 
@@ -245,7 +245,7 @@ def test_a_run_against_an_mcp_agent_reaches_its_verdicts_from_the_calls_it_made(
             await adapter.aclose()
             await regex.aclose()
 
-    result = asyncio.run(go())
+    result = run_within(go())
     kept, broken = result.probes
     assert kept.status == "passed", kept
     assert broken.status == "failed"

@@ -18,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 from ruledrift.boundary import mcp_server
 from ruledrift.boundary.mcp_server import AnswerFailed, McpServer, SessionFailed, bridge_command
 from ruledrift.data import Location, Message, Tool, ToolCall, canonical_json
+from tests.support.processes import run_within
 
 pytestmark = pytest.mark.process
 
@@ -68,7 +69,7 @@ def test_a_real_client_lists_the_sessions_tools_and_each_call_is_recorded(mode: 
                 assert text_of(failed) == "fail {} #2"
             return session.close()
 
-    messages = asyncio.run(scenario())
+    messages = run_within(scenario())
     assert [m.role for m in messages] == ["assistant", "tool", "assistant", "tool"]
     first, second = messages[0].tool_calls[0], messages[2].tool_calls[0]
     assert (first.name, first.arguments) == ("refund", '{"amount":250,"order_id":"A1"}')
@@ -97,7 +98,7 @@ def test_concurrent_sessions_keep_their_own_calls_and_tools() -> None:
             assert other.close() == ()
             return [session.close() for session in sessions]
 
-    for number, messages in enumerate(asyncio.run(scenario())):
+    for number, messages in enumerate(run_within(scenario())):
         calls = [m.tool_calls[0] for m in messages if m.role == "assistant"]
         orders = [json.loads(call.arguments)["order_id"] for call in calls]
         assert orders == [f"s{number}-{index}" for index in range(3 + number)]
@@ -132,7 +133,7 @@ def test_a_closed_or_unknown_session_answers_404_and_other_hosts_are_refused() -
                 assert from_a_page.status_code >= 400
                 assert live.close() == ()
 
-    asyncio.run(scenario())
+    run_within(scenario())
 
 
 def test_a_session_past_its_limits_fails_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -157,7 +158,7 @@ def test_a_session_past_its_limits_fails_and_says_why(monkeypatch: pytest.Monkey
             with pytest.raises(SessionFailed, match="65 characters of arguments; at most 40"):
                 long.close()
 
-    asyncio.run(scenario())
+    run_within(scenario())
 
 
 def test_a_call_that_cannot_be_answered_fails_the_session() -> None:
@@ -174,7 +175,7 @@ def test_a_call_that_cannot_be_answered_fails_the_session() -> None:
             with pytest.raises(SessionFailed, match="a matcher took too long"):
                 session.close()
 
-    asyncio.run(scenario())
+    run_within(scenario())
 
 
 def test_a_bug_in_the_answer_reaches_the_run_as_it_was() -> None:
@@ -190,7 +191,7 @@ def test_a_bug_in_the_answer_reaches_the_run_as_it_was() -> None:
             with pytest.raises(ZeroDivisionError, match="a bug"):
                 session.close()
 
-    asyncio.run(scenario())
+    run_within(scenario())
 
 
 def test_the_server_starts_and_stops_in_different_tasks_and_frees_its_port() -> None:
@@ -207,7 +208,7 @@ def test_the_server_starts_and_stops_in_different_tasks_and_frees_its_port() -> 
         with pytest.raises(RuntimeError, match="not running"):
             server.open_session((REFUND,))
 
-    asyncio.run(scenario())
+    run_within(scenario())
 
 
 def test_the_bridge_command_runs_this_python_and_names_the_session() -> None:

@@ -6,6 +6,7 @@ program can fail."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -22,7 +23,7 @@ from ruledrift.boundary.mcp_stdio import ServerFailed, list_stdio_tools
 from ruledrift.data import Location, Tool, ToolCall, canonical_json
 from tests.support import MCP_SERVERS
 from tests.support.cli_process import ruledrift
-from tests.support.processes import gone, kill_survivors, wait_for_file
+from tests.support.processes import gone, kill_survivors, run_within, wait_for_file
 
 pytestmark = pytest.mark.process
 
@@ -44,11 +45,16 @@ async def mocked(tools: Sequence[Tool], call: ToolCall, round_: int) -> tuple[st
     return f"refunded {amount}", False
 
 
-def bridge_parameters(command: list[str]) -> StdioServerParameters:
+def bridge_parameters(
+    command: list[str], env: dict[str, str] | None = None
+) -> StdioServerParameters:
     """How an agent's MCP client starts the bridge: the command it was handed, with the
     checkout on the path (the SDK passes on only a few variables of the environment)."""
     return StdioServerParameters(
-        command=command[0], args=command[1:], env={"PYTHONPATH": str(ROOT)}, cwd=str(ROOT)
+        command=command[0],
+        args=command[1:],
+        env={"PYTHONPATH": str(ROOT), **(env or {})},
+        cwd=str(ROOT),
     )
 
 
@@ -76,7 +82,24 @@ def test_an_agent_that_starts_the_bridge_reaches_the_session_and_is_recorded(mod
                 '{"error":"needs a supervisor"}',
             ]
 
-    asyncio.run(scenario())
+    run_within(scenario())
+
+
+def test_on_a_github_runner_the_bridges_stdout_is_still_the_connection() -> None:
+    """RuleDrift makes every line of its stdout inert on a runner; the bridge's is MCP's."""
+    hostile = dataclasses.replace(REFUND, description="::error::forged ##[error]x")
+
+    async def scenario() -> None:
+        async with McpServer(mocked) as server:
+            session = server.open_session((hostile,))
+            github = {"GITHUB_ACTIONS": "true"}
+            async with Client(stdio_client(bridge_parameters(session.command, github))) as client:
+                (tool,) = (await client.list_tools()).tools
+                assert tool.description == "::error::forged ##[error]x"
+                assert not (await client.call_tool("refund", {"amount": 3})).is_error
+            assert len(session.close()) == 2
+
+    run_within(scenario())
 
 
 def test_a_bridge_to_a_closed_session_tells_the_agent_and_to_nowhere_exits_3() -> None:
@@ -90,7 +113,7 @@ def test_a_bridge_to_a_closed_session_tells_the_agent_and_to_nowhere_exits_3() -
                 with pytest.raises(MCPError, match=r"Not Found|cannot be reached"):
                     await client.call_tool("refund", {"amount": 2})
 
-    asyncio.run(scenario())
+    run_within(scenario())
     done = ruledrift("tools", "serve", "--url", "http://127.0.0.1:9/mcp/none")
     assert done.returncode == 3, done.stderr
     assert "could not reach the MCP session" in done.stderr
