@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +17,13 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from ruledrift.boundary import mcp_server
-from ruledrift.boundary.mcp_server import AnswerFailed, McpServer, SessionFailed, bridge_command
+from ruledrift.boundary.mcp_server import (
+    AnswerFailed,
+    McpServer,
+    SessionFailed,
+    bridge_command,
+    listening_socket,
+)
 from ruledrift.data import Location, Message, Tool, ToolCall, canonical_json
 from tests.support.processes import run_within
 
@@ -214,3 +221,30 @@ def test_the_server_starts_and_stops_in_different_tasks_and_frees_its_port() -> 
 def test_the_bridge_command_runs_this_python_and_names_the_session() -> None:
     command = bridge_command("http://127.0.0.1:9/mcp/t")
     assert command[1:] == ["-m", "ruledrift", "tools", "serve", "--url", "http://127.0.0.1:9/mcp/t"]
+
+
+def test_the_servers_connections_send_at_once() -> None:
+    """TCP_NODELAY on every connection the server accepts: without it, each answer's second
+    write waited for the client's delayed ACK (40 ms a call on Linux)."""
+
+    async def scenario() -> int:
+        sock = listening_socket()
+        assert sock.getsockname()[0] == "127.0.0.1"
+        accepted: asyncio.Future[asyncio.BaseTransport] = asyncio.Future()
+
+        class Accept(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                accepted.set_result(transport)
+
+        server = await asyncio.get_running_loop().create_server(Accept, sock=sock)
+        async with server:
+            _, writer = await asyncio.open_connection(*sock.getsockname())
+            transport = await accepted
+            option = transport.get_extra_info("socket").getsockopt(
+                socket.IPPROTO_TCP, socket.TCP_NODELAY
+            )
+            writer.close()
+            transport.close()
+            return int(option)
+
+    assert run_within(scenario()) == 1
