@@ -18,11 +18,12 @@ admits only this server's own host and port. An agent framework that only starts
 programs gets `McpSession.command`: `ruledrift tools serve --url URL`, a bridge from its stdin
 and stdout to the session's URL (`boundary/mcp_stdio.py`), so every call is still recorded here.
 
-An agent's arguments are data, never trusted: a session takes at most MAX_SESSION_CALLS calls of
-at most MAX_ARGUMENTS_CHARS characters of arguments each, and a request body is at most
-MAX_BODY_BYTES. A session that goes past a limit, or whose mock could not answer (`AnswerFailed`),
-fails: the agent gets an error result for that call, and `close()` raises `SessionFailed` saying
-why. Any other exception of `answer` is a bug: `close()` raises it again.
+An agent's arguments are data, never trusted: a session takes at most MAX_SESSION_CALLS calls,
+each with at most MAX_ARGUMENTS_CHARS characters of arguments and a tool name of at most
+MAX_NAME_CHARS, and a request body is at most MAX_BODY_BYTES. A session that goes past a limit,
+or whose mock could not answer (`AnswerFailed`), fails: the agent gets an error result for that
+call, and `close()` raises `SessionFailed` saying why. Any other exception of `answer` is a bug:
+`close()` raises it again.
 
 This module imports the SDK, uvicorn and Starlette (about a second): import it only when an MCP
 server is asked for.
@@ -57,6 +58,7 @@ from ruledrift.data import Message, Tool, ToolCall, canonical_json, json_value
 
 __all__ = [
     "MAX_ARGUMENTS_CHARS",
+    "MAX_NAME_CHARS",
     "MAX_SESSION_CALLS",
     "Answer",
     "AnswerFailed",
@@ -70,6 +72,7 @@ __all__ = [
 
 MAX_SESSION_CALLS = 256  # calls one session takes (the command adapter's MAX_EXCHANGE_CALLS)
 MAX_ARGUMENTS_CHARS = 100_000  # one call's arguments, as JSON text
+MAX_NAME_CHARS = 256  # the tool name a call gives (the command adapter's MAX_NAME_CHARS)
 MAX_BODY_BYTES = 1_048_576  # one HTTP request to the server
 HOST = "127.0.0.1"
 _START_TIMEOUT_S = 30.0  # uvicorn's start on a socket already bound: milliseconds, unless loaded
@@ -172,6 +175,11 @@ class McpSession:
         """A new call's record and its round, or why the session takes no more calls."""
         if self._problem is not None:
             return self._problem
+        if len(name) > MAX_NAME_CHARS:
+            return self._fail(
+                f"a call of the MCP session named a tool with {len(name):,} characters; "
+                f"at most {MAX_NAME_CHARS} are taken"
+            )
         text = canonical_json(arguments if arguments is not None else {})
         if len(text) > MAX_ARGUMENTS_CHARS:
             return self._fail(

@@ -146,6 +146,7 @@ def test_a_closed_or_unknown_session_answers_404_and_other_hosts_are_refused() -
 def test_a_session_past_its_limits_fails_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mcp_server, "MAX_SESSION_CALLS", 2)
     monkeypatch.setattr(mcp_server, "MAX_ARGUMENTS_CHARS", 40)
+    monkeypatch.setattr(mcp_server, "MAX_NAME_CHARS", 6)
 
     async def scenario() -> None:
         async with McpServer(echo) as server:
@@ -160,6 +161,11 @@ def test_a_session_past_its_limits_fails_and_says_why(monkeypatch: pytest.Monkey
             async with Client(long.url) as client:
                 result = await client.call_tool("refund", {"order_id": "x" * 50})
                 assert result.is_error
+            named = server.open_session((REFUND,))
+            async with Client(named.url) as client:
+                assert (await client.call_tool("refund!", {})).is_error
+            with pytest.raises(SessionFailed, match="named a tool with 7 characters; at most 6"):
+                named.close()
             with pytest.raises(SessionFailed, match="more than 2 tool calls in one MCP session"):
                 many.close()
             with pytest.raises(SessionFailed, match="65 characters of arguments; at most 40"):
