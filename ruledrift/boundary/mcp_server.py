@@ -129,8 +129,7 @@ def quiet_sdk_logs() -> None:
 @dataclass
 class _Call:
     call: ToolCall
-    text: str | None = None  # None: not answered (yet)
-    error: bool = False
+    text: str | None = None  # the result's text; None: not answered (yet)
 
 
 class McpSession:
@@ -338,7 +337,7 @@ class McpServer:
         except Exception as bug:
             session._bug = session._bug or bug
             raise
-        record.text, record.error = text, error
+        record.text = text
         return _result(text, error)
 
 
