@@ -5,6 +5,7 @@ become exit codes."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -17,6 +18,7 @@ from ruledrift.console.arguments import (
     report_paths,
     run_request,
     target_overrides,
+    tools_command,
     verdict_policy,
 )
 from ruledrift.console.exits import guarded, interruptible
@@ -101,6 +103,19 @@ def _import(args: argparse.Namespace) -> int:
     return console.import_history(ImportRequest(Path(args.source), output, force=args.force))
 
 
+def _tools(args: argparse.Namespace) -> int:
+    from ruledrift.app.tools import ToolsImportRequest
+    from ruledrift.console import tools as console
+
+    if args.tools_command == "serve":
+        return console.serve(args.url)
+    output = Path(args.output) if args.output is not None else None
+    request = ToolsImportRequest(tools_command(args), output, force=args.force)
+    if args.timeout is not None:
+        request = dataclasses.replace(request, timeout_s=args.timeout)
+    return console.import_tools(request)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": _run,
     "report": _report,
@@ -110,6 +125,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "pull": _pull,
     "schema": _schema,
     "import": _import,
+    "tools": _tools,
 }
 
 

@@ -337,7 +337,80 @@ def build_parser() -> argparse.ArgumentParser:
     imports.add_argument(
         "--force", action="store_true", help="replace OUT if it exists (default: refuse)"
     )
+    _tools_commands(commands.add_parser("tools", help="tools over MCP (docs/mcp.md)"))
     return parser
+
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value <= 3600:
+        shown = text if len(text) <= 20 else text[:19] + "…"
+        raise argparse.ArgumentTypeError(
+            f"expected seconds above 0 and at most 3600, got {shown!r}"
+        )
+    return value
+
+
+def _tools_commands(tools: argparse.ArgumentParser) -> None:
+    """`tools import --mcp -- COMMAND…` and `tools serve --url URL`."""
+    commands = tools.add_subparsers(dest="tools_command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+    imports = commands.add_parser(
+        "import",
+        help="draft a suite's `tools` block from an MCP server's tools/list, for review",
+        description="Start the MCP server COMMAND (over stdio), list its tools and write a "
+        "`tools` block for a suite: each tool's name, description and parameters as the server "
+        "gives them, and a placeholder mock to replace.",
+    )
+    imports.add_argument(
+        "--mcp",
+        action="store_true",
+        required=True,
+        help="COMMAND is an MCP server that speaks over stdio (the only source, for now)",
+    )
+    imports.add_argument(
+        "-o", "--output", metavar="OUT", help="write the block to OUT (default: stdout)"
+    )
+    imports.add_argument(
+        "--force", action="store_true", help="replace OUT if it exists (default: refuse)"
+    )
+    imports.add_argument(
+        "--timeout",
+        type=_timeout,
+        metavar="SECONDS",
+        help="give up when the server has not listed its tools by then (default 60)",
+    )
+    imports.add_argument(
+        "server_command",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND…",
+        help="the server program and its arguments, after --",
+    )
+    serve = commands.add_parser(
+        "serve",
+        help="for agents: a session of RuleDrift's MCP mock server, over stdin and stdout",
+        description="The stdio bridge to a session of RuleDrift's MCP mock server: an agent "
+        "framework that starts MCP servers as programs runs this command (RuleDrift hands it "
+        "over in the request's context.mcp.command). Every call is answered and recorded by "
+        "the run.",
+    )
+    serve.add_argument(
+        "--url",
+        required=True,
+        metavar="URL",
+        help="the session's URL (context.mcp.url): http://127.0.0.1:PORT/mcp/TOKEN",
+    )
+
+
+def tools_command(args: argparse.Namespace) -> tuple[str, ...]:
+    """The server command of `tools import`, without the `--` that separates it."""
+    command = list(args.server_command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    return tuple(command)
 
 
 def run_request(args: argparse.Namespace) -> tuple[RunRequest, Display]:

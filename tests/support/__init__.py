@@ -6,3 +6,4 @@ from pathlib import Path
 
 AGENTS = Path(__file__).resolve().parent / "agents"  # command-adapter agents: scripts, not modules
 CHECKS = Path(__file__).resolve().parent / "checks"  # `command` assertion programs: scripts too
+MCP_SERVERS = Path(__file__).resolve().parent / "mcp_servers"  # MCP servers over stdio: scripts

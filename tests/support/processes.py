@@ -3,6 +3,7 @@ running the CLI as a process that a test can kill."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -10,12 +11,21 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 from tests.support.cli_process import CI_VARIABLES
+
+T = TypeVar("T")
+
+
+def run_within(scenario: Coroutine[Any, Any, T], seconds: float = 120.0) -> T:
+    """`asyncio.run(scenario)`, failing with TimeoutError past `seconds` (a deadline, generous
+    for a loaded machine): a client that waits forever on a broken server fails the test."""
+    return asyncio.run(asyncio.wait_for(scenario, seconds))
 
 
 def alive(pid: int) -> bool:
