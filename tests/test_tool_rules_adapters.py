@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -72,13 +74,16 @@ def suite_for(folder: Path, adapter: dict[str, Any]) -> Path:
     suite["adapter"] = adapter
     path = folder / "suite.json"
     path.write_text(json.dumps(suite))
-    (folder / "agent.py").write_text((EXAMPLE / "agent.py").read_text())
+    for agent in ("agent.py", "mcp_agent.py"):
+        (folder / agent).write_text((EXAMPLE / agent).read_text())
     return path
 
 
-def check_run(folder: Path, adapter: dict[str, Any]) -> dict[str, Any]:
+def check_run(
+    folder: Path, adapter: dict[str, Any], env: dict[str, str] | None = None
+) -> dict[str, Any]:
     report = folder / "report.json"
-    done = ruledrift("run", suite_for(folder, adapter), "--json", report, "--no-color")
+    done = ruledrift("run", suite_for(folder, adapter), "--json", report, "--no-color", env=env)
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
     data: dict[str, Any] = json.loads(report.read_text())
@@ -136,3 +141,26 @@ def test_the_ollama_adapter_against_a_model_that_uses_tools(tmp_path: Path) -> N
             "options": {"num_ctx": 4096},
         }
         check_run(tmp_path, adapter)
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_an_agent_that_takes_its_tools_over_mcp(tmp_path: Path, transport: str) -> None:
+    """examples/tools/mcp_agent.py: the same policy, its tools called over MCP (the official
+    SDK's client) on RuleDrift's mock server, by URL or through the stdio bridge."""
+    args = ["mcp_agent.py", *(["--stdio"] if transport == "stdio" else [])]
+    adapter = {
+        "type": "command",
+        "command": "python3",
+        "args": args,
+        "protocol": 2,
+        "toolMode": "report",
+        "persistent": True,
+        "mcp": True,
+        "timeoutMs": 60000,
+    }
+    # "python3" on PATH must have the mcp package: this Python's
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    data = check_run(tmp_path, adapter, env={"PATH": path})
+    outcome = data["scenarios"][0]["probes"][0]["tools"]["calls"][0]["outcome"]
+    assert outcome == "reported"
+    assert data["target"]["details"]["mcp"] is True

@@ -6,6 +6,7 @@ docs/command-adapter.md."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -14,7 +15,7 @@ import textwrap
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ruledrift.adapters.base import AdapterError, AdapterType, CallContext, Completion
 from ruledrift.adapters.command_v2 import AnswerProblem, ToolMode, read_answer, request_body
@@ -23,6 +24,9 @@ from ruledrift.boundary.programs import OutputTooLarge, ProgramNotStarted, Progr
 from ruledrift.boundary.workers import StrayOutput, WorkerExited, Workers
 from ruledrift.data import Message, TargetInfo
 from ruledrift.text import cut_text, json_kind, repair_surrogates
+
+if TYPE_CHECKING:
+    from ruledrift.adapters.mcp_mock import McpMock
 
 PROTOCOL = "ruledrift.command.v1"
 MAX_OUTPUT_BYTES = 10_000_000  # stdout cap per call: the agent is killed as soon as it writes more
@@ -45,6 +49,7 @@ class CommandAdapterConfig:
     protocol: Literal[1, 2] = 1
     tool_mode: ToolMode = "delegate"  # protocol 2
     persistent: bool = False  # protocol 2: long-lived workers instead of a process per call
+    mcp: bool = False  # protocol 2, report mode: the suite's mocks served to the agent over MCP
 
     @property
     def model(self) -> str | None:
@@ -64,6 +69,12 @@ def settings_problems(settings: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
                 pointer,
                 "contains a NUL character (\\u0000), which no program can receive; remove it",
             )
+    if settings.get("mcp") is True and settings.get("toolMode") != "report":
+        yield (
+            "/mcp",
+            '"mcp" needs "protocol": 2 and "toolMode": "report" (only an agent that runs its '
+            'own tool loop calls tools over MCP): set them beside it, or remove "mcp"',
+        )
     if settings.get("protocol", 1) == 1:  # another value is the schema's to report
         for key in ("toolMode", "persistent"):
             if key in settings:
@@ -83,6 +94,7 @@ def parse_config(settings: Mapping[str, Any], suite_dir: Path) -> CommandAdapter
         protocol=settings.get("protocol", 1),
         tool_mode=settings.get("toolMode", "delegate"),
         persistent=settings.get("persistent", False),
+        mcp=settings.get("mcp", False),
     )
 
 
@@ -108,10 +120,21 @@ class CommandAdapter:
             if config.persistent
             else None
         )
+        self._mcp: McpMock | None = None  # with `mcp`: started by open(), stopped by aclose()
 
     async def open(self, *, tools: bool = False) -> None:
-        """Check, without starting anything, that `cwd` is a directory and the command exists
-        (persistent workers start with the first calls)."""
+        """Check that `cwd` is a directory and the command exists (persistent workers start
+        with the first calls); with `mcp`, start the MCP server of the suite's mocks."""
+        self._check_command()
+        if self._config.mcp and self._mcp is None:
+            from ruledrift.adapters.mcp_mock import McpMock  # the SDK takes a second to import
+
+            mock = McpMock()
+            await mock.__aenter__()
+            self._mcp = mock
+
+    def _check_command(self) -> None:
+        """That `cwd` is a directory and the command exists, without starting anything."""
         cwd, command = self._config.cwd, self._config.command
         if not cwd.is_dir():
             what = "is not a directory" if cwd.exists() else "does not exist"
@@ -147,10 +170,42 @@ class CommandAdapter:
                 "toolMode": self._config.tool_mode,
                 "persistent": self._config.persistent,
             }
+            if self._config.mcp:
+                details["mcp"] = True
         return TargetInfo(adapter="command", model=None, details=details)
 
     async def complete(self, messages: Sequence[Message], context: CallContext) -> Completion:
-        request = self._request(messages, context)
+        if self._mcp is None or context.tools is None:
+            return await self._complete(messages, context)
+        from ruledrift.boundary.mcp_server import SessionFailed  # imported with the server
+
+        offered = () if context.tools.choice == "none" else context.tools.tools
+        session = self._mcp.open_session(offered)
+        mcp = {"url": session.url, "command": session.command}
+        try:
+            answer = await self._complete(messages, context, mcp)
+        except BaseException:
+            with contextlib.suppress(SessionFailed):
+                session.close()
+            raise
+        try:
+            exchange = session.close()
+        except SessionFailed as failed:
+            raise _error(f"the agent's calls over MCP failed: {failed}") from None
+        if answer.exchange:
+            raise _error(
+                'the agent\'s response has "messages", but its calls are recorded over MCP '
+                '("mcp": true): leave "messages" out'
+            )
+        return dataclasses.replace(answer, exchange=exchange)
+
+    async def _complete(
+        self,
+        messages: Sequence[Message],
+        context: CallContext,
+        mcp: Mapping[str, object] | None = None,
+    ) -> Completion:
+        request = self._request(messages, context, mcp)
         stderr = bytearray()
         if self._workers is None:
             response = await self._run_once(request, stderr)
@@ -163,13 +218,23 @@ class CommandAdapter:
 
     async def aclose(self) -> None:
         """Kill the agents of calls still in flight, and what they started (those calls then
-        fail with AdapterError), and every persistent worker."""
+        fail with AdapterError), and every persistent worker; stop the MCP server."""
         self._programs.kill_all()
         if self._workers is not None:
             await self._workers.aclose()
+        if self._mcp is not None:
+            mock, self._mcp = self._mcp, None
+            await mock.__aexit__(None, None, None)
 
-    def _request(self, messages: Sequence[Message], context: CallContext) -> bytes:
+    def _request(
+        self,
+        messages: Sequence[Message],
+        context: CallContext,
+        mcp: Mapping[str, object] | None = None,
+    ) -> bytes:
         where = _where(context)
+        if mcp is not None:
+            where["mcp"] = dict(mcp)
         if self._config.protocol == 1:
             request = _request_v1(messages, context, where)
         else:

@@ -203,8 +203,9 @@ class ToolCall:
 
 
 # How a call was answered: the mock's result; the mock's error result; an error because the tool
-# is not declared, or no mock case matched; not run, because the rounds ran out; or run by the
-# agent itself (command protocol v2, report mode; the MCP mock server records it as `result`).
+# is not declared, or no mock case matched; not run, because the rounds ran out; or reported by an
+# agent that ran its own tool loop (command protocol 2, report mode: its own tools, or the suite's
+# mocks over MCP, whose result the call's tool message holds).
 ToolCallOutcome = Literal["result", "error", "unknown-tool", "unmatched", "not-run", "reported"]
 
 

@@ -742,8 +742,25 @@ def test_protocol_1_is_the_default(tmp_path: Path) -> None:
             'mean "delegate"?)',
         ),
         ({"protocol": 2, "persistent": "yes"}, "/adapter/persistent: expected true or false"),
+        (
+            {"protocol": 2, "mcp": True},
+            '/adapter/mcp: "mcp" needs "protocol": 2 and "toolMode": "report"',
+        ),
+        (
+            {"protocol": 2, "toolMode": "delegate", "mcp": True},
+            '/adapter/mcp: "mcp" needs "protocol": 2 and "toolMode": "report"',
+        ),
     ],
-    ids=["mode-v1", "persistent-v1", "protocol-3", "protocol-float", "mode-typo", "persistent-str"],
+    ids=[
+        "mode-v1",
+        "persistent-v1",
+        "protocol-3",
+        "protocol-float",
+        "mode-typo",
+        "persistent-str",
+        "mcp-default-mode",
+        "mcp-delegate",
+    ],
 )
 def test_protocol_2_settings_are_checked(
     tmp_path: Path, fields: dict[str, Any], expected: str

@@ -162,7 +162,7 @@ class McpAgentAdapter:
         self.server = McpMock()
         self.urls: list[str] = []
 
-    async def open(self) -> None:
+    async def open(self, *, tools: bool = False) -> None:
         await self.server.__aenter__()
 
     async def aclose(self) -> None:
