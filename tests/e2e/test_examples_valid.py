@@ -38,6 +38,10 @@ def test_every_example_has_a_suite() -> None:
         "local-model/suite.json",
         "local-model/suite-sampled.json",
         "local-model/suite-search.json",
+        "tools/suite.json",
+        "tools/suite-report.json",
+        "tools/suite-mcp.json",
+        "tools/suite-openai.json",
     }
 
 
