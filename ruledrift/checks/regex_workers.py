@@ -34,6 +34,7 @@ from ruledrift.checks.fluent import check_fluent
 from ruledrift.checks.jsregex import js_test, regex_literal
 from ruledrift.checks.language import IDENTIFIED_CHARS, check_language, load_model
 from ruledrift.checks.leaks import find_leak
+from ruledrift.checks.tools import arguments_problem
 
 
 class RegexTimeout(Exception):
@@ -125,6 +126,9 @@ def _answer(kind: str, args: list[Any], text: str) -> object:
         secret, min_fragment = args
         leak = find_leak(text, secret, min_fragment)
         return None if leak is None else leak.disguise
+    if kind == "arguments":
+        (parameters_json,) = args
+        return arguments_problem(parameters_json, text)
     if kind == "load-language":
         load_model()
         return None
@@ -243,6 +247,20 @@ class RegexEvaluator:
         except _TimedOut:
             raise LeaksTimeout(LEAKS_TIMEOUT_S) from None
         return None if found is None else str(found)
+
+    async def arguments_problem(self, parameters_json: str, arguments: str) -> str | None:
+        """`tools.arguments_problem` on a call's `arguments`: why they are not valid for a tool
+        with these parameters (None: valid). A check past the limit (a `pattern` of the
+        parameters that backtracks) is a problem of its own; WorkerFailed when no worker could
+        make the check."""
+        try:
+            problem = await self._evaluate(_request(["arguments", parameters_json], arguments))
+        except _TimedOut:
+            return (
+                "checking the arguments against the tool's parameters took longer than"
+                f" {self.timeout_s:g} s (a pattern in the parameters may be too slow)"
+            )
+        return None if problem is None else str(problem)
 
     async def _evaluate(
         self, request: bytes, *, languages: bool = False, timeout_s: float | None = None

@@ -46,11 +46,14 @@ from ruledrift.data import (
 )
 
 __all__ = [
+    "ProblemCheck",
     "RegexTest",
     "answer_call",
+    "arguments_problem",
     "check_tool_assertion",
     "conditions_hold",
     "deep_partial_equal",
+    "in_process",
     "ran_out_result",
     "read_arguments",
     "record_call",
@@ -59,6 +62,9 @@ __all__ = [
 
 # Whether a JavaScript regular expression (pattern, flags) matches a text.
 RegexTest = Callable[[str, str, str], Awaitable[bool]]
+# Why a call's arguments (text) are not valid for a tool (None: they are): `arguments_problem`,
+# in the regex workers during a run (a suite's `pattern` could backtrack for ever on Python's re).
+ProblemCheck = Callable[[Tool, str], Awaitable[str | None]]
 
 NOT_JSON = "the arguments are not JSON"
 NOT_OBJECT = "the arguments are not a JSON object"
@@ -79,11 +85,25 @@ def read_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:
     return value, None
 
 
-def schema_problem(tool: Tool, arguments: Mapping[str, Any]) -> str | None:
+def arguments_problem(parameters_json: str, arguments: str) -> str | None:
+    """Why a call's `arguments` (text) are not valid for a tool with these parameters: not JSON,
+    not an object, or where they break the schema; None when they are valid."""
+    parsed, problem = read_arguments(arguments)
+    if parsed is None:
+        return problem
+    return schema_problem(parameters_json, parsed)
+
+
+async def in_process(tool: Tool, arguments: str) -> str | None:
+    """`arguments_problem` where the caller runs (a ProblemCheck, for tests and tools)."""
+    return arguments_problem(tool.parameters_json, arguments)
+
+
+def schema_problem(parameters_json: str, arguments: Mapping[str, Any]) -> str | None:
     """Where `arguments` break the tool's parameters (None: they are valid). Worded from the
     schema alone (the path into the schema, the keyword and its value), never from the
     arguments."""
-    schema = json_value(tool.parameters_json)
+    schema = json_value(parameters_json)
     if not isinstance(schema, dict | bool):
         return None
     cls = validator_for(schema, default=Draft202012Validator)
@@ -102,16 +122,25 @@ def _schema_message(error: ValidationError) -> str:
     return f"the arguments break the tool's parameters: {error.validator} {value} (at #/{where})"
 
 
+_COMPUTE = "\0compute"  # record_call's `problem` when the caller did not check the arguments
+
+
 def record_call(
-    call: ToolCall, round_: int, tool: Tool | None, outcome: ToolCallOutcome
+    call: ToolCall,
+    round_: int,
+    tool: Tool | None,
+    outcome: ToolCallOutcome,
+    problem: str | None = _COMPUTE,
 ) -> ToolCallRecord:
-    """The record a report keeps of `call`, asked for in round `round_`."""
+    """The record a report keeps of `call`, asked for in round `round_`. `problem`: what a
+    ProblemCheck found (by default `arguments_problem`, here); a call of an undeclared tool has
+    UNKNOWN_TOOL whatever its arguments."""
     sha256, length = arguments_digest(call.arguments)
-    arguments, problem = read_arguments(call.arguments)
-    if arguments is not None:
-        problem = UNKNOWN_TOOL if tool is None else schema_problem(tool, arguments)
-    elif tool is None:
+    arguments, _ = read_arguments(call.arguments)
+    if tool is None:
         problem = UNKNOWN_TOOL
+    elif problem == _COMPUTE:
+        problem = arguments_problem(tool.parameters_json, call.arguments)
     parsed = None if arguments is None else canonical_json(arguments)
     return ToolCallRecord(
         round_, call.name, call.arguments, sha256, length, outcome, problem, parsed
@@ -204,14 +233,20 @@ UNMATCHED = MockResult(error="no mocked result matches these arguments")
 
 
 async def answer_call(
-    call: ToolCall, round_: int, tools: Sequence[Tool], regex: RegexTest
+    call: ToolCall,
+    round_: int,
+    tools: Sequence[Tool],
+    regex: RegexTest,
+    check: ProblemCheck = in_process,
 ) -> tuple[ToolCallRecord, MockResult]:
-    """How the mocks answer `call` (asked in round `round_`): the record a report keeps, and
-    the result sent back to the agent. An undeclared tool, arguments that are not a JSON object,
-    or arguments no mock case matches get an error result (the agent sees a failing tool)."""
+    """How the mocks answer `call` (asked in round `round_`): the record a report keeps (its
+    arguments checked by `check`), and the result sent back to the agent. An undeclared tool,
+    arguments that are not a JSON object, or arguments no mock case matches get an error result
+    (the agent sees a failing tool)."""
     tool = next((t for t in tools if t.name == call.name), None)
     result, outcome = await _mocked(call, tool, regex)
-    return record_call(call, round_, tool, outcome), result
+    problem = None if tool is None else await check(tool, call.arguments)
+    return record_call(call, round_, tool, outcome, problem), result
 
 
 async def _mocked(

@@ -19,6 +19,7 @@ from ruledrift.data import (
     MockResult,
     ScriptedTurn,
     Suite,
+    Tool,
     ToolCall,
     ToolCallRecord,
     ToolOffer,
@@ -63,7 +64,7 @@ class ToolLoop:
             asked = replace(context, tools=ToolOffer(suite.tools, choice), round=round_)
             completion = await self.call(tuple(messages), asked)
             if completion.exchange:
-                return completion, self._reported(completion.exchange, messages)
+                return completion, await self._reported(completion.exchange, messages)
             if not completion.tool_calls:
                 return completion, ToolUse(tuple(records), round_)
             content = self.scrub(completion.content)
@@ -100,7 +101,7 @@ class ToolLoop:
         """How the suite's mocks answer `call`; raises MockFailed when a mock's `matches`
         matcher could not be evaluated."""
         try:
-            return await answer_call(call, round_, self.suite.tools, self.regex.test)
+            return await answer_call(call, round_, self.suite.tools, self.regex.test, self._check)
         except RegexTimeout as timeout:
             raise MockFailed(
                 f"a `matches` matcher of the mock of {call.name!r} took longer than"
@@ -110,9 +111,15 @@ class ToolLoop:
             message = f"a mock's `matches` matcher could not be evaluated: {failed}"
             raise MockFailed(message) from failed
 
-    def _reported(self, exchange: Sequence[Message], messages: list[Message]) -> ToolUse:
+    async def _check(self, tool: Tool, arguments: str) -> str | None:
+        """Why a call's arguments are not valid for `tool`, checked in a regex worker: a
+        suite's `pattern` runs on Python's re, which a hostile pattern can hold for ever."""
+        return await self.regex.arguments_problem(tool.parameters_json, arguments)
+
+    async def _reported(self, exchange: Sequence[Message], messages: list[Message]) -> ToolUse:
         """An agent's own tool exchange (report mode), appended to `messages`: its calls are
-        recorded as `reported`, one round per assistant message that made calls."""
+        recorded as `reported`, one round per assistant message that made calls. Raises
+        MockFailed when no regex worker could check their arguments."""
         records: list[ToolCallRecord] = []
         round_ = 0
         for message in exchange:
@@ -120,9 +127,20 @@ class ToolLoop:
                 round_ += 1
                 for call in message.tool_calls:
                     tool = self.suite.tool(call.name)
-                    records.append(self._kept(record_call(call, round_, tool, "reported")))
+                    problem = await self._checked(tool, call.arguments)
+                    record = record_call(call, round_, tool, "reported", problem)
+                    records.append(self._kept(record))
             messages.append(replace(message, content=self.scrub(message.content)))
         return ToolUse(tuple(records), round_ + 1)
+
+    async def _checked(self, tool: Tool | None, arguments: str) -> str | None:
+        if tool is None:
+            return None  # record_call names the undeclared tool
+        try:
+            return await self._check(tool, arguments)
+        except WorkerFailed as failed:
+            message = f"a call's arguments could not be checked: {failed}"
+            raise MockFailed(message) from failed
 
     def _kept(self, record: ToolCallRecord) -> ToolCallRecord:
         """A call's record as reports keep it: its arguments' text without the environment's

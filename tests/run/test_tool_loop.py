@@ -356,3 +356,26 @@ def test_later_rounds_send_the_choice_toolchoice_then_names(tmp_path: Path) -> N
     run(suite, adapter)
     offers = [c.context.tools for c in adapter.calls]
     assert [o.choice for o in offers if o] == ["lookup_order", "none", "none"]
+
+
+def test_a_backtracking_pattern_in_the_parameters_cannot_hold_the_run(tmp_path: Path) -> None:
+    """A suite may come from a pull request: its parameters' `pattern` runs on Python's re,
+    where `^(a+)+$` on 40 a's and a "!" backtracks for ever. The check runs in a regex worker
+    within its time limit, and the call is recorded as not checked in time."""
+    slow = {"type": "object", "properties": {"order_id": {"type": "string", "pattern": "^(a+)+$"}}}
+    lookup = dataclasses.replace(LOOKUP, parameters_json=canonical_json(slow))
+
+    def agent(messages: Sequence[Message], context: CallContext) -> str | Completion:
+        if context.kind == "probe" and context.round == 1:
+            arguments = json.dumps({"order_id": "a" * 40 + "!"})
+            return Completion("", tool_calls=(ToolCall("c1", "lookup_order", arguments),))
+        return "done"
+
+    suite = tool_suite(tmp_path, [], [(0, (ValidCallsAssertion(),))])
+    suite = dataclasses.replace(suite, tools=(lookup, REFUND))
+    (probe,) = run(suite, RecordingAdapter(agent)).probes
+    assert probe.status == "failed"
+    assert probe.tools is not None
+    (call,) = probe.tools.calls
+    assert call.problem is not None
+    assert "took longer than 2 s" in call.problem
