@@ -35,8 +35,8 @@ from ruledrift.boundary.http import (
     Server,
     base_url_problems,
 )
-from ruledrift.data import Message, TargetInfo, Tool, ToolCall, ToolOffer
-from ruledrift.data.tools import canonical_json, json_value
+from ruledrift.data import Message, TargetInfo, ToolCall, ToolOffer
+from ruledrift.data.tools import canonical_json, function_entry
 from ruledrift.errors import UsageError
 from ruledrift.jsondoc.schema_messages import show
 from ruledrift.text import json_kind, preview, repair_surrogates
@@ -227,7 +227,7 @@ class OpenAIAdapter:
             "stream": False,
         }
         if tools is not None and tools.tools:
-            body["tools"] = [wire_tool(tool) for tool in tools.tools]
+            body["tools"] = [function_entry(tool) for tool in tools.tools]
             body["tool_choice"] = wire_choice(tools.choice)
         seed = seed_for_run(body, run)
         if seed is not None:
@@ -300,16 +300,6 @@ def same_model(wanted: str, listed: str) -> bool:
 
 class ToolCallProblem(Exception):
     """What is wrong with an answer's tool calls: what the server sent, never the arguments."""
-
-
-def wire_tool(tool: Tool) -> dict[str, object]:
-    """A tool as OpenAI's `tools` array holds it."""
-    function = {
-        "name": tool.name,
-        "description": tool.description,
-        "parameters": json_value(tool.parameters_json),
-    }
-    return {"type": "function", "function": function}
 
 
 def wire_choice(choice: str) -> object:

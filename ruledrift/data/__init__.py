@@ -87,6 +87,7 @@ from ruledrift.data.tools import (
     ValidCallsAssertion,
     arguments_digest,
     canonical_json,
+    function_entry,
     json_value,
 )
 
@@ -167,6 +168,7 @@ __all__ = [
     "canonical_json",
     "combined_status",
     "derived_probe_id",
+    "function_entry",
     "json_value",
     "paired_status",
     "policy_argv",

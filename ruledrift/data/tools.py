@@ -43,6 +43,7 @@ __all__ = [
     "ValidCallsAssertion",
     "arguments_digest",
     "canonical_json",
+    "function_entry",
     "json_value",
 ]
 
@@ -233,6 +234,17 @@ class ToolCallRecord:
         if self.parsed_json is None:
             raise ValueError("the arguments are not JSON")
         return json_value(self.parsed_json)
+
+
+def function_entry(tool: Tool) -> dict[str, object]:
+    """The tool as OpenAI's `tools` array holds it, which Ollama's takes too:
+    `{"type": "function", "function": {"name", "description", "parameters"}}`."""
+    function = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": json_value(tool.parameters_json),
+    }
+    return {"type": "function", "function": function}
 
 
 def arguments_digest(arguments: str) -> tuple[str, int]:

@@ -16,7 +16,13 @@ import math
 from collections.abc import Iterator, Sequence
 
 from ruledrift.boundary.http import parse_json
-from ruledrift.data import Message, Tool, ToolCall, ToolOffer, canonical_json, json_value
+from ruledrift.data import (
+    Message,
+    ToolCall,
+    ToolOffer,
+    canonical_json,
+    function_entry,
+)
 from ruledrift.text import json_kind, repair_surrogates
 
 MAX_TOOL_CALLS = 32  # calls one answer may ask for
@@ -41,17 +47,7 @@ def tools_field(offer: ToolOffer | None) -> list[dict[str, object]] | None:
     not use tools is sent without them)."""
     if offer is None or not offer.tools or offer.choice == "none":
         return None
-    return [tool_entry(tool) for tool in offer.tools]
-
-
-def tool_entry(tool: Tool) -> dict[str, object]:
-    """One entry of `tools`, as OpenAI's: `{"type": "function", "function": {…}}`."""
-    function = {
-        "name": tool.name,
-        "description": tool.description,
-        "parameters": json_value(tool.parameters_json),
-    }
-    return {"type": "function", "function": function}
+    return [function_entry(tool) for tool in offer.tools]
 
 
 def message_sent(message: Message) -> dict[str, object]:

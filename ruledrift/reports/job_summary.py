@@ -22,8 +22,7 @@ from ruledrift.reports.sentences import (
     pairing_words,
     policy_rule,
     run_verdict,
-    runs_ran_out,
-    tool_calls_line,
+    tool_lines,
     variant_words,
     variants_heading,
 )
@@ -293,22 +292,11 @@ def _failed(result: RunResult) -> _Table:
             if probe.status == "vacuous" and probe.control is not None:
                 checks = probe.control.failed_assertions
                 why = [f"its control failed: {a.message}" for a in checks] or why
-            why += _tool_words(probe)
+            why += tool_lines(probe, terminal_safe)
             cells = [*_cells(scenario.scenario.id, probe), "<br>".join(map(markdown, why))]
             rows.append(_row(cells))
     columns = ["Scenario", "Probe", "Rule", "Severity", "After turn", "Result", "Why"]
     return _Table("### Failed and errored probes\n\n", columns, rows, "failed or errored probes")
-
-
-def _tool_words(result: ProbeResult) -> list[str]:
-    """The calls of the probe's turn in one line (`tools: lookup_order (round 1); 2 rounds`),
-    and with repeats how many runs ran out of tool rounds; nothing for a turn without calls."""
-    words = []
-    tools = result.tools
-    if tools is not None and (tools.calls or tools.ran_out):
-        words.append(f"tools: {tool_calls_line(tools, terminal_safe)}")
-    out = runs_ran_out(result)
-    return [*words, out] if out else words
 
 
 def _grid(result: RunResult) -> _Table:
@@ -559,7 +547,11 @@ def _all(result: RunResult) -> _Table:
             [
                 *_cells(s.scenario.id, p),
                 f"{p.duration_ms / 1000:.2f} s",
-                *(["<br>".join(map(markdown, _tool_words(p))) or "—"] if tools else []),
+                *(
+                    ["<br>".join(map(markdown, tool_lines(p, terminal_safe))) or "—"]
+                    if tools
+                    else []
+                ),
             ]
         )
         for s in result.scenarios

@@ -18,8 +18,7 @@ from ruledrift.reports.sentences import (
     OUTCOME_TEXT,
     RAN_OUT,
     ran_out_words,
-    runs_ran_out,
-    tool_calls_line,
+    tool_lines,
 )
 from ruledrift.results.findings import probe_flags, rule_stories, search_lines
 from ruledrift.text import terminal_safe, xml_safe
@@ -136,7 +135,7 @@ def _testcase(
         f"probe {probe.id}: rule {rule.id} ({rule.severity}), "
         f"asked after background turn {probe.after_turn}"
     )
-    context += "".join(f"\n{line}" for line in _tools_summary(result))
+    context += "".join(f"\n{line}" for line in tool_lines(result, terminal_safe))
     runs = _runs_summary(result)
     if result.status == "failed":
         messages = [a.message for a in result.failed_assertions] or ["the probe failed"]
@@ -187,17 +186,6 @@ def _system_out(result: ProbeResult, include_responses: bool) -> str | None:
     if not calls:
         return answer
     return "\n".join(calls if answer is None else [*calls, "", "answer:", answer])
-
-
-def _tools_summary(result: ProbeResult) -> list[str]:
-    """Under a failure's or an error's context: the turn's calls in one line, and with repeats
-    how many runs ran out of tool rounds."""
-    lines = []
-    tools = result.tools
-    if tools is not None and (tools.calls or tools.ran_out):
-        lines.append(f"tools: {tool_calls_line(tools, terminal_safe)}")
-    out = runs_ran_out(result)
-    return [*lines, out] if out else lines
 
 
 def _tool_call_lines(tools: ToolUse | None, include_responses: bool) -> list[str]:

@@ -189,6 +189,18 @@ def runs_ran_out(probe: ProbeResult) -> str | None:
     return f"{out} of {len(probe.runs)} runs {RAN_OUT}" if out else None
 
 
+def tool_lines(probe: ProbeResult, safe: Callable[[str], str]) -> list[str]:
+    """A probe's tool calls for a report's text: its turn's calls in one line (`tools:
+    lookup_order (round 1); 2 rounds`, names made safe by `safe`), and with repeats how many
+    runs ran out of tool rounds; nothing for a turn that made no call and did not run out."""
+    lines = []
+    tools = probe.tools
+    if tools is not None and (tools.calls or tools.ran_out):
+        lines.append(f"tools: {tool_calls_line(tools, safe)}")
+    out = runs_ran_out(probe)
+    return [*lines, out] if out else lines
+
+
 def variants_heading(reading: VariantsReading) -> str:
     """The line above the variants' comparison."""
     tested = sum(1 for row in reading.probes if row.comparison is not None)
