@@ -164,3 +164,16 @@ def test_an_agent_that_takes_its_tools_over_mcp(tmp_path: Path, transport: str) 
     outcome = data["scenarios"][0]["probes"][0]["tools"]["calls"][0]["outcome"]
     assert outcome == "reported"
     assert data["target"]["details"]["mcp"] is True
+
+
+def test_ollama_stops_before_any_call_on_a_model_without_tools(tmp_path: Path) -> None:
+    """`ruledrift run`: a suite with tools on a model whose /api/show lacks the `tools`
+    capability is a configuration error naming the model (exit 2), not a 400 per call."""
+    with FakeOllama(["gemma3:270m"]) as server:
+        adapter = {"type": "ollama", "model": "gemma3:270m", "baseUrl": server.base_url}
+        report = tmp_path / "report.json"
+        done = ruledrift("run", suite_for(tmp_path, adapter), "--json", report, "--no-color")
+        assert server.chats() == []
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert 'model "gemma3:270m" does not support tools' in done.stderr
+    assert not report.exists()
