@@ -21,7 +21,7 @@ from typing import Any
 
 from ruledrift.boundary.processes import describe_exit, exec_failure
 from ruledrift.boundary.programs import OutputTooLarge, ProgramNotStarted, Programs
-from ruledrift.data import AnswerContext, AssertionResult, CommandAssertion
+from ruledrift.data import AnswerContext, AssertionResult, CommandAssertion, Message, ToolUse
 from ruledrift.text import cut_text, repair_surrogates
 
 PROTOCOL = "ruledrift.assertion.v1"
@@ -101,13 +101,44 @@ def _executable(path: Path) -> bool:
         return False
 
 
+def _message(message: Message) -> dict[str, object]:
+    """A message as the program reads it: role and content, and a tool exchange's fields."""
+    item: dict[str, object] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        item["toolCalls"] = [
+            {"id": call.id, "name": call.name, "arguments": call.arguments}
+            for call in message.tool_calls
+        ]
+    if message.role == "tool":
+        item["toolCallId"] = message.tool_call_id
+        item["toolName"] = message.tool_name
+    return item
+
+
+def _tool_use(use: ToolUse) -> dict[str, object]:
+    """The probe's own turn's calls, as the tool assertions read them."""
+    calls = [
+        {
+            "round": call.round,
+            "tool": call.name,
+            "arguments": call.arguments,
+            "outcome": call.outcome,
+            "problem": call.problem,
+        }
+        for call in use.calls
+    ]
+    return {"rounds": use.rounds, "ranOut": use.ran_out, "calls": calls}
+
+
 def request(answer: str, context: AnswerContext | None) -> bytes:
     """What the program reads on stdin: one JSON object, ASCII with \\u escapes, and a newline
     (the shape is in docs/configuration.md#command-assertion)."""
     body: dict[str, object] = {"protocol": PROTOCOL, "answer": answer}
     if context is not None:
         body["prompt"] = context.prompt
-        body["messages"] = [{"role": m.role, "content": m.content} for m in context.messages]
+        body["messages"] = [_message(m) for m in context.messages]
+        if context.tools is not None:
+            body["tools"] = _tool_use(context.tools)
         body["context"] = {
             "suite": context.suite,
             "scenario": context.scenario,

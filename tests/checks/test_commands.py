@@ -5,6 +5,7 @@ and the refund example end to end."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -23,7 +24,15 @@ from ruledrift.checks.commands import (
     safe_output,
 )
 from ruledrift.checks.regex_workers import RegexEvaluator
-from ruledrift.data import AnswerContext, AssertionResult, CommandAssertion, Message
+from ruledrift.checks.tools import record_call
+from ruledrift.data import (
+    AnswerContext,
+    AssertionResult,
+    CommandAssertion,
+    Message,
+    ToolCall,
+    ToolUse,
+)
 from ruledrift.run.runner import run_suite
 from ruledrift.suite.load import load_suite
 from tests.support import CHECKS
@@ -170,6 +179,45 @@ def test_the_program_reads_the_answer_and_its_context_on_stdin(tmp_path: Path) -
             "afterTurn": 1,
             "run": 2,
         },
+    }
+
+
+@pytest.mark.process
+def test_the_program_reads_the_turns_tool_calls_when_the_suite_offers_tools(
+    tmp_path: Path,
+) -> None:
+    seen = tmp_path / "request.json"
+    call = ToolCall("c1", "refund", '{"order_id": "A1", "amount": 250}')
+    exchange = (
+        Message("assistant", "", tool_calls=(call,)),
+        Message("tool", '{"ok":true}', tool_call_id="c1", tool_name="refund"),
+    )
+    record = record_call(call, 1, None, "unknown-tool")
+    asked = dataclasses.replace(
+        context(), messages=context().messages + exchange, tools=ToolUse((record,), 2)
+    )
+    asyncio.run(run_command_check(scripted("record", str(seen)), "Refunded.", asked))
+    request = json.loads(seen.read_bytes())
+    assert request["messages"][-2:] == [
+        {
+            "role": "assistant",
+            "content": "",
+            "toolCalls": [{"id": "c1", "name": "refund", "arguments": call.arguments}],
+        },
+        {"role": "tool", "content": '{"ok":true}', "toolCallId": "c1", "toolName": "refund"},
+    ]
+    assert request["tools"] == {
+        "rounds": 2,
+        "ranOut": False,
+        "calls": [
+            {
+                "round": 1,
+                "tool": "refund",
+                "arguments": call.arguments,
+                "outcome": "unknown-tool",
+                "problem": "the call names a tool the suite does not declare",
+            }
+        ],
     }
 
 
