@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from ruledrift.adapters.base import CallContext, Completion
-from ruledrift.data import Message, Tool, ToolCall, ToolOffer, json_value
+from ruledrift.data import Message, Tool, ToolCall, ToolOffer, json_value, message_fields
 from ruledrift.text import json_kind, repair_surrogates
 
 PROTOCOL_V2 = "ruledrift.command.v2"
@@ -47,24 +47,11 @@ def request_body(
     return {
         "protocol": PROTOCOL_V2,
         "toolMode": mode,
-        "messages": [_message(m) for m in messages],
+        "messages": [message_fields(m) for m in messages],
         "tools": [_tool(t) for t in context.tools.tools] if context.tools else [],
         "toolChoice": _choice(context.tools),
         "context": {**where, "round": context.round},
     }
-
-
-def _message(message: Message) -> dict[str, object]:
-    item: dict[str, object] = {"role": message.role, "content": message.content}
-    if message.tool_calls:
-        item["toolCalls"] = [
-            {"id": call.id, "name": call.name, "arguments": call.arguments}
-            for call in message.tool_calls
-        ]
-    if message.role == "tool":
-        item["toolCallId"] = message.tool_call_id
-        item["toolName"] = message.tool_name
-    return item
 
 
 def _tool(tool: Tool) -> dict[str, object]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ruledrift.boundary.processes import describe_exit, exec_failure
 from ruledrift.boundary.programs import OutputTooLarge, ProgramNotStarted, Programs
-from ruledrift.data import AnswerContext, AssertionResult, CommandAssertion, Message, ToolUse
+from ruledrift.data import AnswerContext, AssertionResult, CommandAssertion, ToolUse, message_fields
 from ruledrift.text import cut_text, repair_surrogates
 
 PROTOCOL = "ruledrift.assertion.v1"
@@ -101,20 +101,6 @@ def _executable(path: Path) -> bool:
         return False
 
 
-def _message(message: Message) -> dict[str, object]:
-    """A message as the program reads it: role and content, and a tool exchange's fields."""
-    item: dict[str, object] = {"role": message.role, "content": message.content}
-    if message.tool_calls:
-        item["toolCalls"] = [
-            {"id": call.id, "name": call.name, "arguments": call.arguments}
-            for call in message.tool_calls
-        ]
-    if message.role == "tool":
-        item["toolCallId"] = message.tool_call_id
-        item["toolName"] = message.tool_name
-    return item
-
-
 def _tool_use(use: ToolUse) -> dict[str, object]:
     """The probe's own turn's calls, as the tool assertions read them."""
     calls = [
@@ -136,7 +122,7 @@ def request(answer: str, context: AnswerContext | None) -> bytes:
     body: dict[str, object] = {"protocol": PROTOCOL, "answer": answer}
     if context is not None:
         body["prompt"] = context.prompt
-        body["messages"] = [_message(m) for m in context.messages]
+        body["messages"] = [message_fields(m) for m in context.messages]
         if context.tools is not None:
             body["tools"] = _tool_use(context.tools)
         body["context"] = {

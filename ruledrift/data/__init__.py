@@ -5,7 +5,7 @@ public name is re-exported here, so callers import from `ruledrift.data`."""
 
 from __future__ import annotations
 
-from ruledrift.data.conversation import AnswerContext, Message
+from ruledrift.data.conversation import AnswerContext, Message, message_fields
 from ruledrift.data.policy import VerdictPolicy, policy_argv
 from ruledrift.data.results import (
     AssertionResult,
@@ -170,6 +170,7 @@ __all__ = [
     "derived_probe_id",
     "function_entry",
     "json_value",
+    "message_fields",
     "paired_status",
     "policy_argv",
     "response_of",

@@ -27,6 +27,22 @@ class Message:
     scripted: bool = False
 
 
+def message_fields(message: Message) -> dict[str, object]:
+    """A message as RuleDrift's own JSON protocols write it (command protocol 2, the `command`
+    assertion's request): `role` and `content`, an assistant's `toolCalls` (each `{id, name,
+    arguments}`, arguments as JSON text), and a tool message's `toolCallId` and `toolName`."""
+    item: dict[str, object] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        item["toolCalls"] = [
+            {"id": call.id, "name": call.name, "arguments": call.arguments}
+            for call in message.tool_calls
+        ]
+    if message.role == "tool":
+        item["toolCallId"] = message.tool_call_id
+        item["toolName"] = message.tool_name
+    return item
+
+
 @dataclass(frozen=True)
 class AnswerContext:
     """Where a probe's answer was given, for the checks that look beyond its text (`command`):
